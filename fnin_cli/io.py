@@ -1,0 +1,292 @@
+"""Reading and writing files: normal maps, masks, intrinsics, depth maps, pictures.
+
+Every reader returns plain numpy arrays and raises :class:`FninError` (never a raw
+library exception) with the file name and what to try. Every writer is atomic: it
+writes a temporary file in the destination folder and renames it over the target, so a
+failure never leaves a partial file and never touches an existing one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .errors import FninError
+
+NORMAL_SUFFIXES = (".exr", ".png", ".npy", ".tif", ".tiff")
+MASK_SUFFIXES = (".png", ".npy", ".exr", ".tif", ".tiff")
+DEPTH_SUFFIXES = (".exr", ".npy", ".png", ".tif", ".tiff")
+MESH_SUFFIXES = (".ply", ".obj")
+
+# Refuse to allocate an input this large (pixels); a 4096x3072 map is 12.6 M.
+MAX_PIXELS = 64_000_000
+
+
+# ---------------------------------------------------------------- raw arrays
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def read_array(path) -> tuple[np.ndarray, int | None]:
+    """Read an image-like file as an (H, W) or (H, W, C) array.
+
+    Returns ``(array, bitdepth)``; ``bitdepth`` is 8 or 16 for integer images and
+    ``None`` for float data. PNG goes through pypng, which keeps 16-bit RGB (Pillow,
+    imageio's default PNG plugin, silently drops it to 8 bits).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FninError("file not found", path)
+    if path.is_dir():
+        raise FninError("is a folder, expected a file", path)
+    suf = _suffix(path)
+    try:
+        if suf == ".png":
+            arr, depth = _read_png(path)
+        elif suf == ".exr":
+            arr, depth = _read_exr(path), None
+        elif suf == ".npy":
+            arr = np.load(path, allow_pickle=False, mmap_mode="r")
+            depth = None
+            if arr.dtype == np.uint8:
+                depth = 8
+            elif arr.dtype == np.uint16:
+                depth = 16
+            _check_size(arr.shape, path)
+            arr = np.asarray(arr)
+        elif suf in (".tif", ".tiff"):
+            import tifffile
+
+            arr = tifffile.imread(path)
+            depth = {np.dtype(np.uint8): 8, np.dtype(np.uint16): 16}.get(arr.dtype)
+        else:
+            raise FninError(
+                f"unknown file type '{suf}'; use one of {', '.join(NORMAL_SUFFIXES)}", path
+            )
+    except FninError:
+        raise
+    except MemoryError:
+        raise FninError("not enough memory to read this file", path) from None
+    except Exception as exc:  # corrupt or truncated files from any backend
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FninError(f"cannot read file ({reason[:120]}); is it corrupt or truncated?", path) from None
+    if arr.dtype.kind not in "biuf":
+        raise FninError(f"unsupported data type {arr.dtype}; expected numbers", path)
+    if arr.ndim not in (2, 3) or min(arr.shape[:2]) < 1:
+        raise FninError(f"expected an image of shape (H, W) or (H, W, C), got {arr.shape}", path)
+    _check_size(arr.shape, path)
+    return arr, depth
+
+
+def _check_size(shape, path):
+    if len(shape) >= 2 and int(shape[0]) * int(shape[1]) > MAX_PIXELS:
+        need_gb = shape[0] * shape[1] * 200 / 1e9
+        raise FninError(
+            f"image of {shape[1]}x{shape[0]} pixels is too large (limit {MAX_PIXELS:,} "
+            f"pixels, ~{need_gb:.0f} GB needed); crop or downsample it",
+            path,
+        )
+
+
+def _read_png(path: Path):
+    import png
+
+    reader = png.Reader(filename=str(path))
+    width, height, rows, info = reader.asDirect()
+    _check_size((height, width), path)
+    planes = info["planes"]
+    bitdepth = info["bitdepth"]
+    dtype = np.uint16 if bitdepth > 8 else np.uint8
+    arr = np.vstack([np.asarray(r, dtype=dtype) for r in rows])
+    arr = arr.reshape(height, width, planes)
+    if planes == 1:
+        arr = arr[..., 0]
+    if bitdepth not in (8, 16):  # 1/2/4-bit images are rescaled to 8 bits
+        arr = (arr.astype(np.float64) * (255.0 / (2**bitdepth - 1))).round().astype(np.uint8)
+        bitdepth = 8
+    return arr, bitdepth
+
+
+def _read_exr(path: Path) -> np.ndarray:
+    import OpenEXR
+
+    channels = OpenEXR.File(str(path)).channels()
+    chans = {name: np.asarray(c.pixels) for name, c in channels.items()}
+    for combined in ("RGB", "RGBA", "XYZ"):
+        if combined in chans:
+            return chans[combined][..., :3].astype(np.float32)
+    for names in (("R", "G", "B"), ("X", "Y", "Z"), ("x", "y", "z")):
+        if all(n in chans for n in names):
+            return np.stack([chans[n] for n in names], axis=-1).astype(np.float32)
+    if len(chans) == 1:
+        return next(iter(chans.values())).astype(np.float32)
+    for name in ("Z", "Y", "depth", "R"):
+        if name in chans:
+            return chans[name].astype(np.float32)
+    raise FninError(f"no RGB/XYZ/Z channels in EXR (found {sorted(chans)})", path)
+
+
+# ---------------------------------------------------------------- masks & K
+
+def read_mask(path, shape=None) -> np.ndarray:
+    """Read a mask (white/non-zero = object) as a bool array, checking its shape."""
+    path = Path(path)
+    arr, bitdepth = read_array(path)
+    if arr.ndim == 3:
+        if arr.shape[2] in (2, 4):  # grey+alpha or RGBA: use alpha where it is not all opaque
+            alpha = arr[..., -1]
+            arr = arr[..., 0] if np.all(alpha == alpha.flat[0]) else alpha
+        else:
+            arr = arr[..., 0]
+    if arr.dtype == np.bool_:
+        mask = arr.copy()
+    elif bitdepth:
+        mask = arr >= (2**bitdepth) // 2
+    else:
+        mask = np.nan_to_num(arr.astype(np.float64)) > 0.5
+    if shape is not None and mask.shape != tuple(shape):
+        raise FninError(
+            f"mask is {mask.shape[1]}x{mask.shape[0]} but the normal map is "
+            f"{shape[1]}x{shape[0]}; pass the mask that belongs to this normal map",
+            path,
+        )
+    return mask
+
+
+def read_K(path) -> np.ndarray:
+    """Read 3x3 pinhole intrinsics written by np.savetxt (or any whitespace 3x3 text)."""
+    path = Path(path)
+    if not path.exists():
+        raise FninError("intrinsics file not found", path)
+    try:
+        K = np.loadtxt(path, dtype=np.float64, ndmin=2)
+    except Exception:
+        raise FninError("cannot parse intrinsics; expected 3 rows of 3 numbers (np.savetxt of K)", path) from None
+    if K.shape != (3, 3):
+        raise FninError(f"intrinsics must be 3x3, got {K.shape[0]}x{K.shape[1]}", path)
+    return K
+
+
+# ---------------------------------------------------------------- writers
+
+def check_output(path, force: bool = False) -> Path:
+    """Validate an output path before any work is done: known folder, writable, not clobbering."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise FninError("output folder does not exist; create it first", parent)
+    if not parent.is_dir():
+        raise FninError("output folder is not a folder", parent)
+    if not os.access(parent, os.W_OK):
+        raise FninError("output folder is not writable", parent)
+    if path.exists() and not force:
+        raise FninError("output exists; pass --force to overwrite it", path)
+    if path.is_dir():
+        raise FninError("output path is a folder", path)
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside ``path`` (same suffix); rename it over ``path`` on success."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".part{path.suffix}", dir=path.parent or ".")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_exr(path: Path, channels: dict) -> None:
+    import OpenEXR
+
+    header = {"compression": OpenEXR.ZIP_COMPRESSION, "type": OpenEXR.scanlineimage}
+    OpenEXR.File(header, {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in channels.items()}).write(str(path))
+
+
+def write_png(path: Path, arr: np.ndarray) -> None:
+    """Write uint8/uint16 grey (H, W) or RGB/RGBA (H, W, C) PNG, keeping 16 bits."""
+    import png
+
+    arr = np.ascontiguousarray(arr)
+    bitdepth = 16 if arr.dtype == np.uint16 else 8
+    h, w = arr.shape[:2]
+    planes = 1 if arr.ndim == 2 else arr.shape[2]
+    greyscale = planes in (1, 2)
+    alpha = planes in (2, 4)
+    writer = png.Writer(w, h, greyscale=greyscale, alpha=alpha, bitdepth=bitdepth, compression=6)
+    with open(path, "wb") as fh:
+        writer.write(fh, arr.reshape(h, w * planes))
+
+
+def write_array(path, arr: np.ndarray, force: bool = False) -> Path:
+    """Write a float map (depth, weights, normals) atomically by suffix.
+
+    .npy/.exr/.tif keep float32 exactly (NaN outside the mask). .png stores a 16-bit
+    grey picture normalised to the finite range (lossy; for viewing), background 0.
+    """
+    path = check_output(path, force)
+    suf = _suffix(path)
+    arr = np.asarray(arr)
+    with atomic_path(path) as tmp:
+        if suf == ".npy":
+            with open(tmp, "wb") as fh:
+                np.save(fh, arr.astype(np.float32) if arr.dtype.kind == "f" else arr)
+        elif suf == ".exr":
+            if arr.ndim == 3:
+                _write_exr(tmp, {"RGB": arr[..., :3]})
+            else:
+                _write_exr(tmp, {"Z": arr})
+        elif suf in (".tif", ".tiff"):
+            import tifffile
+
+            tifffile.imwrite(tmp, arr.astype(np.float32))
+        elif suf == ".png":
+            if arr.dtype in (np.uint8, np.uint16):
+                write_png(tmp, arr)
+            else:
+                write_png(tmp, to_uint16(arr))
+        else:
+            raise FninError(f"unknown output type '{suf}'; use one of {', '.join(DEPTH_SUFFIXES)}", path)
+    return path
+
+
+def to_uint16(arr: np.ndarray) -> np.ndarray:
+    """Map finite values linearly to 1..65535 (0 = NaN/background)."""
+    finite = np.isfinite(arr)
+    out = np.zeros(arr.shape, np.uint16)
+    if finite.any():
+        lo, hi = float(arr[finite].min()), float(arr[finite].max())
+        scale = 65534.0 / (hi - lo) if hi > lo else 0.0
+        out[finite] = (1 + np.round((arr[finite] - lo) * scale)).astype(np.uint16)
+    return out
+
+
+def write_normal_map(path, normals: np.ndarray, force: bool = False, bits: int = 16) -> Path:
+    """Write internal (OpenCV-frame) normals in the photometric-stereo file convention.
+
+    PNG: RGB = (n_ps + 1) / 2 with ``bits`` bits, invalid pixels white; float files
+    store n_ps itself (NaN where invalid).
+    """
+    from .conventions import from_internal
+
+    path = check_output(path, force)
+    ps = from_internal(normals, "ps")
+    suf = _suffix(path)
+    if suf == ".png":
+        maxval = 2**bits - 1
+        enc = np.clip(np.round((np.nan_to_num(ps, nan=1.0) + 1) / 2 * maxval), 0, maxval)
+        enc[~np.isfinite(ps).all(-1)] = maxval
+        with atomic_path(path) as tmp:
+            write_png(tmp, enc.astype(np.uint16 if bits == 16 else np.uint8))
+        return path
+    return write_array(path, ps.astype(np.float32), force=True)
