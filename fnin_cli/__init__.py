@@ -1,0 +1,16 @@
+"""fnin: integrate surface-normal maps into depth maps and meshes.
+
+Python API::
+
+    from fnin_cli import load_input, integrate, write_outputs
+    inp = load_input("normal_map.png", mask="mask.png", K="K.txt")
+    res = integrate(inp, method="fnin")      # or "fnin-s", "bini", "wls"
+"""
+
+__version__ = "0.1.0"
+
+from .camera import Camera  # noqa: E402
+from .errors import FninError  # noqa: E402
+from .pipeline import METHODS, Input, Result, build_input, integrate, load_input  # noqa: E402
+
+__all__ = ["Camera", "FninError", "Input", "Result", "METHODS", "build_input", "integrate", "load_input"]

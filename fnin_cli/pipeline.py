@@ -1,0 +1,285 @@
+"""The pipeline: load an input, integrate it with a method, fix the scale, report.
+
+This is the Python API the CLI and the benchmark stand on::
+
+    from fnin_cli import load_input, integrate
+    inp = load_input("normals.exr", mask="mask.png", K="K.txt")
+    res = integrate(inp, method="fnin")
+    res.depth            # (H, W) float32, NaN outside the mask
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import conventions, io
+from .camera import Camera
+from .errors import FninError
+from .solvers import bini_weights, integrate_bini, integrate_wls
+from .wls import DIRECTIONS, NormalSystem
+
+METHODS = ("fnin", "fnin-s", "bini", "wls")
+FOLDER_NORMALS = ("normal_map.png", "normal_map.exr", "normal_map.npy", "normal_map.tiff", "normal_map.tif",
+                  "normal.png", "normal.exr", "normal.npy")
+FOLDER_MASKS = ("mask.png", "mask.npy", "mask.exr")
+LAMBDA = 1e-3  # prior weight of the Stage II WLS, in pixel-normalised units (see integrate)
+
+
+@dataclass
+class Input:
+    """A normal map ready to integrate: internal-frame unit normals and its domain."""
+
+    normals: np.ndarray            # (H, W, 3) float32, OpenCV frame, NaN where invalid
+    mask: np.ndarray               # (H, W) bool: pixels to integrate
+    camera: Camera
+    source: str = "<array>"
+    bitdepth: int | None = None
+    warnings: list = field(default_factory=list)
+
+    @property
+    def shape(self):
+        return self.mask.shape
+
+
+@dataclass
+class Result:
+    depth: np.ndarray              # (H, W) float32, NaN outside the mask
+    discontinuity: np.ndarray      # (H, W) float32 in [0, 1], 1 = discontinuity, NaN outside
+    camera: Camera
+    mask: np.ndarray
+    method: str
+    seconds: dict
+    scale_note: str
+    z: np.ndarray | None = None    # (H, W) float64 unknown (log-depth or depth), NaN outside
+    iterations: int = 1
+    warnings: list = field(default_factory=list)
+
+    @property
+    def pixels(self) -> int:
+        return int(self.mask.sum())
+
+
+# ------------------------------------------------------------------ loading
+
+def find_in_folder(folder: Path):
+    normals = next((folder / n for n in FOLDER_NORMALS if (folder / n).exists()), None)
+    if normals is None:
+        raise FninError(f"folder has no {' / '.join(FOLDER_NORMALS[:3])}", folder)
+    mask = next((folder / n for n in FOLDER_MASKS if (folder / n).exists()), None)
+    K = folder / "K.txt" if (folder / "K.txt").exists() else None
+    return normals, mask, K
+
+
+def load_input(
+    path,
+    mask=None,
+    K=None,
+    ortho: bool = False,
+    pixel_size: float | None = None,
+    convention: str = "ps",
+) -> Input:
+    """Load a normal map file or a DiLiGenT/BiNI-layout folder.
+
+    ``mask``/``K`` may be paths or arrays. Without a mask, the valid normals are the
+    domain. Without K the camera is orthographic (one pixel = ``pixel_size`` units).
+    """
+    path = Path(path)
+    if path.is_dir():
+        npath, fmask, fK = find_in_folder(path)
+        mask = fmask if mask is None else mask
+        if K is None and not ortho:
+            K = fK
+    else:
+        npath = path
+    if ortho and K is not None:
+        raise FninError("--ortho and intrinsics (K) both given; drop one of them", path)
+    arr, bitdepth = io.read_array(npath)
+    if arr.ndim != 3 or arr.shape[2] not in (3, 4):
+        got = "1 channel" if arr.ndim == 2 else f"{arr.shape[2]} channels"
+        raise FninError(f"a normal map needs 3 channels (x, y, z), got {got}", npath)
+    if arr.shape[2] == 4:
+        arr = arr[..., :3]
+    raw = conventions.decode(arr, bitdepth)
+    normals, valid = conventions.normalise(conventions.to_internal(raw, convention))
+    return build_input(normals, valid, mask, K, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
+                       convention=convention)
+
+
+def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=None, source="<array>",
+                bitdepth=None, convention="ps") -> Input:
+    """Validate arrays (internal-frame normals) into an :class:`Input`."""
+    shape = normals.shape[:2]
+    if valid is None:
+        normals, valid = conventions.normalise(np.asarray(normals, np.float32))
+    warnings = []
+    if mask is None:
+        m = valid.copy()
+    elif isinstance(mask, np.ndarray):
+        if mask.shape != shape:
+            raise FninError(f"mask shape {mask.shape} differs from normal map {shape}", source)
+        m = mask.astype(bool)
+    else:
+        m = io.read_mask(mask, shape)
+    bad = int((m & ~valid).sum())
+    if bad:
+        warnings.append(f"{bad} masked pixels have invalid normals (non-finite or not unit length) and are skipped")
+    m &= valid
+    if isinstance(K, (str, Path)):
+        cam = Camera(io.read_K(K)).validate(shape, K)
+    elif K is not None:
+        cam = Camera(np.asarray(K, np.float64)).validate(shape, source)
+    else:
+        cam = Camera(None, 1.0 if pixel_size is None else float(pixel_size)).validate(shape, source)
+    if ortho and cam.perspective:
+        raise FninError("--ortho and intrinsics (K) both given; drop one of them", source)
+    if not m.any():
+        raise FninError("the mask is empty: no pixel with a valid normal to integrate", source)
+    # pixels with no 4-neighbour in the domain cannot be integrated
+    padded = np.pad(m, 1)
+    has_nb = padded[:-2, 1:-1] | padded[2:, 1:-1] | padded[1:-1, :-2] | padded[1:-1, 2:]
+    isolated = m & ~has_nb
+    if isolated.any():
+        if isolated.sum() == m.sum():
+            raise FninError("the mask holds only isolated pixels; nothing connected to integrate", source)
+        warnings.append(f"{int(isolated.sum())} isolated pixels dropped")
+        m &= ~isolated
+    away = conventions.facing_away_fraction(normals, m)
+    if away > 0.5:
+        raise FninError(
+            f"{away:.0%} of the normals face away from the camera; wrong convention? "
+            f"(now '{convention}'): {conventions.FLIP_HINT}", source)
+    if bitdepth == 8:
+        warnings.append("8-bit normal map: quantisation limits accuracy (about 0.5 degree); prefer 16-bit or EXR")
+    return Input(normals.astype(np.float32), m, cam, source, bitdepth, warnings)
+
+
+# ------------------------------------------------------------------ integration
+
+def integrate(
+    inp: Input,
+    method: str = "fnin",
+    refine: int = 0,
+    device: str = "auto",
+    mean_depth: float | None = None,
+    depth_at: tuple | None = None,
+    model=None,
+    solver: str = "amg",
+    bini_k: float = 2.0,
+    lam: float = LAMBDA,
+    progress=None,
+) -> Result:
+    """Integrate ``inp`` with ``method`` (fnin, fnin-s, bini, wls), then ``refine`` BiNI rounds.
+
+    Perspective depth is known up to scale: by default it is scaled to a masked mean of
+    1 (or ``mean_depth``); ``depth_at=(row, col, depth)`` pins one pixel instead.
+    Orthographic depth is known up to an offset, fixed the same way (default mean 0).
+    """
+    if method not in METHODS:
+        raise FninError(f"unknown method '{method}'; use one of {', '.join(METHODS)}")
+    seconds = {}
+    t0 = time.perf_counter()
+    system = NormalSystem(inp.normals, inp.mask, inp.camera)
+    seconds["setup"] = time.perf_counter() - t0
+    # wls/bini: lam only makes the system definite (SPEC lambda=1e-3 in normal units,
+    # negligible next to the data term). fnin Stage II: lam weighs the prior z_R and is
+    # given in pixel-normalised units (data rows divided by the focal length), so it is
+    # scaled by f^2 into the system's normal units.
+    lam_sys = lam * inp.camera.focal ** 2
+    discontinuity = None
+    iterations = 1
+    if method == "wls":
+        r = integrate_wls(system, lam=LAMBDA, solver=solver)
+        z, weights = r.z, None
+        seconds["solve"] = r.seconds["solve"]
+    elif method == "bini":
+        r = integrate_bini(system, k=bini_k, lam=LAMBDA,
+                           callback=(lambda i, e: progress(i)) if progress else None)
+        z, weights, iterations = r.z, r.weights, r.iterations
+        seconds["solve"] = r.seconds["solve"]
+    else:
+        from .fnin import run_fnin
+
+        z, weights, discontinuity, st = run_fnin(system, inp, method=method, model=model, device=device,
+                                                 lam=lam_sys, solver=solver, k=bini_k)
+        seconds.update(st)
+    if refine:
+        t1 = time.perf_counter()
+        r = integrate_bini(system, k=bini_k, z0=z, lam=LAMBDA, max_iter=refine, tol=0.0)
+        z, weights = r.z, r.weights
+        seconds["refine"] = time.perf_counter() - t1
+        iterations += r.iterations
+    if discontinuity is None or refine:
+        discontinuity = weights_to_discontinuity(weights, system.n)
+    zimg = system.to_image(z)
+    depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, depth_at)
+    seconds["total"] = time.perf_counter() - t0
+    warnings = list(inp.warnings)
+    frac = jump_fraction(system, z)
+    if frac > 0.25:
+        warnings.append(
+            f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
+            f"wrong convention? {conventions.FLIP_HINT}")
+    return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
+                  inp.mask, method, seconds, note, zimg, iterations, warnings)
+
+
+def weights_to_discontinuity(weights: dict | None, n: int) -> np.ndarray:
+    """Per-pixel discontinuity in [0, 1] from per-direction weights (0 = smooth)."""
+    if weights is None:
+        return np.zeros(n)
+    du = np.abs(weights["u+"] - weights["u-"])
+    dv = np.abs(weights["v+"] - weights["v-"])
+    return np.maximum(du, dv)
+
+
+def jump_fraction(system: NormalSystem, z: np.ndarray, tau: float = 1.0) -> float:
+    """Fraction of one-sided differences whose residual exceeds ``tau`` (normal units)."""
+    res = system.residuals(z)
+    total = sum(int(system.has[d].sum()) for d in DIRECTIONS)
+    big = sum(int((np.abs(res[d]) > tau).sum()) for d in DIRECTIONS)
+    return big / total if total else 0.0
+
+
+def fix_scale(zimg: np.ndarray, camera: Camera, mask: np.ndarray, mean_depth=None, depth_at=None):
+    """Depth from the unknown with the scale (perspective) or offset (orthographic) fixed."""
+    if camera.perspective:
+        # work in log space to avoid overflow, then exponentiate
+        if depth_at is not None:
+            r, c, d = depth_at
+            _check_pixel(mask, r, c)
+            if not d > 0:
+                raise FninError(f"the known depth must be positive, got {d}")
+            shift = np.log(d) - zimg[r, c]
+            note = f"relative depth, scaled so that pixel (row {r}, col {c}) has depth {d:g}"
+        else:
+            target = 1.0 if mean_depth is None else float(mean_depth)
+            if not target > 0:
+                raise FninError(f"--mean-depth must be positive, got {target}")
+            zm = zimg[mask]
+            zc = zm - zm.max()
+            shift = np.log(target) - zm.max() - np.log(np.mean(np.exp(zc)))
+            note = f"relative depth (perspective: known up to scale), scaled to masked mean {target:g}"
+        depth = np.exp(zimg + shift)
+    else:
+        if depth_at is not None:
+            r, c, d = depth_at
+            _check_pixel(mask, r, c)
+            shift = d - zimg[r, c]
+            note = f"depth up to offset (orthographic), shifted so pixel (row {r}, col {c}) has depth {d:g}"
+        else:
+            target = 0.0 if mean_depth is None else float(mean_depth)
+            shift = target - np.mean(zimg[mask])
+            note = f"depth up to offset (orthographic), shifted to masked mean {target:g}"
+        depth = zimg + shift
+    depth[~mask] = np.nan
+    return depth, note
+
+
+def _check_pixel(mask, r, c):
+    h, w = mask.shape
+    if not (0 <= r < h and 0 <= c < w) or not mask[r, c]:
+        raise FninError(f"pixel (row {r}, col {c}) is not inside the mask")

@@ -1,0 +1,243 @@
+"""Training Stage I on synthetic scenes (`fnin train`).
+
+Deterministic on CPU for a given seed and thread count: scene ``i`` of step ``s`` is
+``make_scene(seed * 1_000_003 + s * batch + i)``; validation scenes use a disjoint
+fixed seed range. Checkpoints (model, optimiser, step, log) go to ``run_dir`` and a
+run resumes from them. The final weights are written as safetensors next to a JSON
+model card; ``fnin_cli/weights/`` holds the shipped ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import platform
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .network import FNINet, Level, NetConfig, count_parameters, detail_weighted_loss, masked_mean
+from .synthetic import make_scene, scene_arrays
+
+VAL_SEED0 = 900_000_000
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    steps: int = 3000
+    batch: int = 8
+    res: int = 128                    # training resolution (square)
+    fine_res: int = 192               # last ``fine_steps`` steps at this resolution (3 scales)
+    fine_steps: int = 300
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    decay_every: int = 200            # lr *= decay each this many steps (an "epoch")
+    decay: float = 0.9
+    warmup: int = 50
+    gamma: float = 0.25
+    grad_clip: float = 1.0
+    val_every: int = 100
+    val_scenes: int = 24
+    val_res: int = 128
+    ckpt_every: int = 100
+    threads: int = 2
+    net: NetConfig = field(default_factory=NetConfig)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        d = dict(d)
+        net = NetConfig(**d.pop("net", {}))
+        return cls(net=net, **d)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def make_batch(seeds, res):
+    arrs = [scene_arrays(make_scene(int(s), res)) for s in seeds]
+    n = torch.from_numpy(np.stack([a[0] for a in arrs]))
+    m = torch.from_numpy(np.stack([a[1] for a in arrs]))[:, None]
+    z = torch.from_numpy(np.stack([a[2] for a in arrs]))[:, None]
+    K = torch.from_numpy(np.stack([a[3] for a in arrs]))
+    pix = torch.from_numpy(np.stack([a[4] for a in arrs]))
+    return Level(n, m, K, pix), z
+
+
+def gt_pyramid(z_full, levels):
+    """Ground-truth unknown at each level's resolution (masked 2x2 averages)."""
+    import torch.nn.functional as F
+
+    out = {levels[-1].mask.shape[-2:]: z_full}
+    z, m = z_full, levels[-1].mask
+    for lv in reversed(levels[:-1]):
+        h, w = z.shape[-2:]
+        if h % 2 or w % 2:
+            z = F.pad(z, (0, w % 2, 0, h % 2))
+            m = F.pad(m, (0, w % 2, 0, h % 2))
+        z = F.avg_pool2d(z * m, 2) / F.avg_pool2d(m, 2).clamp_min(1e-6)
+        m = lv.mask
+        out[lv.mask.shape[-2:]] = z
+    return out
+
+
+def batch_loss(model, lv, z_gt, gamma):
+    outs = model(lv)
+    gts = gt_pyramid(z_gt, [o[0] for o in outs])
+    total = 0.0
+    for lvl, z, omega in outs:
+        zg = gts[lvl.mask.shape[-2:]]
+        # normalise by the scene's depth spread so every scene weighs alike
+        spread = masked_mean((zg - masked_mean(zg, lvl.mask)).abs(), lvl.mask).view(-1).clamp_min(1e-6)
+        total = total + (detail_weighted_loss(z / spread.view(-1, 1, 1, 1), omega,
+                                              zg / spread.view(-1, 1, 1, 1), lvl, gamma)).mean()
+    return total, outs
+
+
+@torch.no_grad()
+def validate(model, cfg: TrainConfig):
+    """Stage I relative error on the fixed validation scenes (finest scale).
+
+    rel = mean |z - z_gt| / mean |z_gt - mean(z_gt)| after removing means; the trivial
+    constant-depth answer scores 1.0.
+    """
+    model.eval()
+    errs = []
+    for i in range(0, cfg.val_scenes, 8):
+        seeds = range(VAL_SEED0 + i, VAL_SEED0 + min(i + 8, cfg.val_scenes))
+        lv, zg = make_batch(seeds, cfg.val_res)
+        z = model(lv, with_attention=False)[-1][1]
+        m = lv.mask
+        zc = (zg - masked_mean(zg, m)) * m
+        num = masked_mean(((z - masked_mean(z, m)) - zc).abs() * m, m).view(-1)
+        den = masked_mean(zc.abs(), m).view(-1).clamp_min(1e-9)
+        errs.append((num / den).numpy())
+    model.train()
+    return float(np.mean(np.concatenate(errs)))
+
+
+def lr_at(cfg: TrainConfig, step: int) -> float:
+    warm = min(1.0, (step + 1) / max(1, cfg.warmup))
+    return cfg.lr * warm * cfg.decay ** (step // cfg.decay_every)
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=5).stdout.strip() or "unknown"
+    except Exception:
+        return "unknown"
+
+
+def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=None, command: str = "",
+          max_seconds: float | None = None) -> dict:
+    """Train (or resume) and return the summary dict. ``progress(step, loss, val)`` is called each step."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    model = FNINet(cfg.net)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    ckpt = run_dir / "checkpoint.pt"
+    log = {"loss": [], "val": [], "seconds": 0.0}
+    start = 0
+    if resume and ckpt.exists():
+        state = torch.load(ckpt, map_location="cpu", weights_only=True)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = int(state["step"])
+        log = json.loads((run_dir / "log.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
+    best = min((v for _, v in log["val"]), default=math.inf)
+    t_start = time.perf_counter() - log["seconds"]
+    step = start
+    for step in range(start, cfg.steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(cfg, step)
+        res = cfg.fine_res if step >= cfg.steps - cfg.fine_steps else cfg.res
+        seeds = [cfg.seed * 1_000_003 + step * cfg.batch + i for i in range(cfg.batch)]
+        lv, zg = make_batch(seeds, res)
+        loss, _ = batch_loss(model, lv, zg, cfg.gamma)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        log["loss"].append([step + 1, float(loss)])
+        val = None
+        if (step + 1) % cfg.val_every == 0 or step + 1 == cfg.steps:
+            val = validate(model, cfg)
+            log["val"].append([step + 1, val])
+            if val < best:
+                best = val
+                torch.save(model.state_dict(), run_dir / "best.pt")
+        log["seconds"] = time.perf_counter() - t_start
+        if (step + 1) % cfg.ckpt_every == 0 or step + 1 == cfg.steps:
+            _save_checkpoint(run_dir, model, opt, step + 1, log)
+        if progress is not None:
+            progress(step + 1, float(loss), val)
+        if max_seconds is not None and log["seconds"] > max_seconds:
+            _save_checkpoint(run_dir, model, opt, step + 1, log)
+            break
+    summary = {"steps_done": len(log["loss"]), "best_val": best, "seconds": log["seconds"]}
+    if out is not None:
+        best_state = run_dir / "best.pt"
+        if best_state.exists():
+            model.load_state_dict(torch.load(best_state, map_location="cpu", weights_only=True))
+        summary.update(export(model, cfg, log, out, command=command))
+    return summary
+
+
+def _save_checkpoint(run_dir, model, opt, step, log):
+    tmp = run_dir / "checkpoint.pt.part"
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, tmp)
+    tmp.replace(run_dir / "checkpoint.pt")
+    (run_dir / "log.json").write_text(json.dumps(log))
+
+
+def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
+    """Write weights (safetensors), the model card (JSON) and the loss curve (PNG)."""
+    from safetensors.torch import save_file
+
+    from .plots import line_plot
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().contiguous().float() for k, v in model.state_dict().items()}
+    save_file(tensors, str(out), metadata={"net": json.dumps(cfg.net.to_dict())})
+    sha = hashlib.sha256(out.read_bytes()).hexdigest()
+    best_step, best_val = min(log["val"], key=lambda x: x[1]) if log["val"] else (None, None)
+    card = {
+        "weights": out.name,
+        "sha256": sha,
+        "parameters": count_parameters(model),
+        "net": cfg.net.to_dict(),
+        "train_config": cfg.to_dict(),
+        "command": command,
+        "commit": git_commit(),
+        "steps": len(log["loss"]),
+        "wall_seconds": round(log["seconds"], 1),
+        "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
+                   f"{cfg.threads} threads",
+        "data": "synthetic scenes from fnin_cli.synthetic.make_scene (seeded, generated on the fly)",
+        "selected_step": best_step,
+        "val_rel_error": best_val,
+        "val_curve": log["val"],
+        "first_losses": [x[1] for x in log["loss"][:5]],
+    }
+    out.with_suffix(".json").write_text(json.dumps(card, indent=2))
+    losses = np.array([x[1] for x in log["loss"]])
+    if losses.size:
+        k = max(1, losses.size // 100)
+        smooth = np.convolve(losses, np.ones(k) / k, mode="valid")
+        series = {"train loss (smoothed)": (np.arange(smooth.size) + k, smooth)}
+        if log["val"]:
+            v = np.array(log["val"])
+            series["val rel. error"] = (v[:, 0], v[:, 1])
+        line_plot(out.with_name(out.stem + "_curve.png"), series, title="FNIN training", xlabel="step",
+                  logy=True)
+    return {"weights": str(out), "sha256": sha}
