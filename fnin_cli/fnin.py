@@ -1,0 +1,140 @@
+"""FNIN end to end: Stage I (the network) then Stage II (one weighted least-squares solve).
+
+``run_fnin`` is what ``pipeline.integrate(method="fnin" | "fnin-s")`` calls.
+
+- Stage I runs the coarse-to-fine network up to a capped finest scale (short side
+  ``NETWORK_SIDE`` pixels by default) and upsamples its unknown z_R and discontinuity
+  map omega to full resolution; the full-resolution solve carries the detail.
+- Stage II, ``fnin``: per-direction weights from omega (the weight of the difference
+  towards neighbour q is 1 - omega(q), paper: "weights at adjacent pixels in omega"),
+  one solve of the WLS with the prior lam (z - z_R)^2, warm-started at z_R.
+- Stage II, ``fnin-s``: BiNI's sigmoid weights computed once from z_R, one solve.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .errors import FninError
+from .network import FNINet, Level, NetConfig, pyramid
+from .solvers import bini_weights
+from .wls import NormalSystem
+
+WEIGHTS_DIR = Path(__file__).parent / "weights"
+DEFAULT_WEIGHTS = WEIGHTS_DIR / "fnin.safetensors"
+NETWORK_SIDE = 128        # finest network scale: short side <= this (measured, see README)
+SOLVE_RTOL = 1e-4
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    device = (device or "auto").lower()
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise FninError("--device cuda: no CUDA GPU is available to torch here; use --device cpu or auto")
+    if device == "mps" and not (getattr(torch.backends, "mps", None) is not None
+                                and torch.backends.mps.is_available()):
+        raise FninError("--device mps: Apple MPS is not available here; use --device cpu or auto")
+    if device not in ("cpu", "cuda", "mps"):
+        raise FninError(f"unknown device '{device}'; use auto, cpu, cuda or mps")
+    return torch.device(device)
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, device: str) -> FNINet:
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    p = Path(path)
+    if not p.exists():
+        raise FninError("FNIN weights not found; reinstall fnin or pass the path of a trained model", p)
+    try:
+        with safe_open(str(p), framework="pt") as fh:
+            meta = fh.metadata() or {}
+        cfg = NetConfig(**json.loads(meta.get("net", "{}")))
+        model = FNINet(cfg)
+        model.load_state_dict(load_file(str(p)))
+    except FninError:
+        raise
+    except Exception as exc:
+        raise FninError(f"cannot load FNIN weights ({str(exc).splitlines()[0][:100]})", p) from None
+    model.eval()
+    return model.to(device)
+
+
+def load_model(path=None, device: str = "auto") -> FNINet:
+    """The FNIN network with its weights (the bundled ones by default), cached per process."""
+    dev = resolve_device(device)
+    return _load(str(path or DEFAULT_WEIGHTS), str(dev))
+
+
+def _level_from_input(inp, device) -> Level:
+    m = inp.mask
+    n = np.where(m[..., None], inp.normals, 0.0).transpose(2, 0, 1)[None].astype(np.float32)
+    K = inp.camera.K if inp.camera.perspective else np.zeros((3, 3))
+    return Level(torch.from_numpy(n).to(device), torch.from_numpy(m[None, None].astype(np.float32)).to(device),
+                 torch.from_numpy(np.asarray(K, np.float32)[None]).to(device),
+                 torch.tensor([inp.camera.pixel_size], dtype=torch.float32, device=device))
+
+
+@torch.no_grad()
+def stage1(model: FNINet, inp, device="cpu", side: int = NETWORK_SIDE):
+    """Run the network; returns (z_R, omega) as full-resolution float64 images (0 outside)."""
+    dev = torch.device(device) if not isinstance(device, torch.device) else device
+    lv = _level_from_input(inp, dev)
+    levels = pyramid(lv, model.cfg.min_side)
+    keep = max(1, sum(1 for x in levels if min(x.mask.shape[-2:]) <= max(side, model.cfg.min_side)))
+    outs = model(lv, max_levels=keep)
+    last, z, omega = outs[-1]
+    h, w = inp.mask.shape
+    if z.shape[-2:] != (h, w):
+        m = last.mask
+        zf = z * m + (z * m).sum() / m.sum().clamp_min(1) * (1 - m)
+        z = F.interpolate(zf, size=(h, w), mode="bilinear", align_corners=False)
+        omega = F.interpolate(omega, size=(h, w), mode="bilinear", align_corners=False)
+    return z[0, 0].double().cpu().numpy(), omega[0, 0].double().cpu().numpy()
+
+
+def attention_weights(system: NormalSystem, omega_img: np.ndarray) -> dict:
+    """Per-direction weights: the difference towards neighbour q weighs 1 - omega(q)."""
+    om = omega_img[system.mask]
+    w = {d: np.ones(system.n) for d in ("u+", "u-", "v+", "v-")}
+    w["u+"][system.hp] = 1.0 - om[system.hq]
+    w["u-"][system.hq] = 1.0 - om[system.hp]
+    w["v+"][system.vp] = 1.0 - om[system.vq]
+    w["v-"][system.vq] = 1.0 - om[system.vp]
+    return w
+
+
+def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto", lam=1e-3,
+             solver="amg", k=2.0, side: int = NETWORK_SIDE):
+    """Stage I + Stage II. Returns (z, weights, discontinuity per pixel, seconds)."""
+    seconds = {}
+    t0 = time.perf_counter()
+    dev = resolve_device(device)
+    model = model if model is not None else load_model(device=str(dev))
+    seconds["load_model"] = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    z_img, om_img = stage1(model, inp, next(model.parameters()).device, side)
+    seconds["network"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    z_r = z_img[system.mask]
+    if method == "fnin":
+        weights = attention_weights(system, om_img)
+    else:
+        weights = bini_weights(system, z_r, k)
+    z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=SOLVE_RTOL)
+    seconds["solve"] = time.perf_counter() - t2
+    disc = om_img[system.mask] if method == "fnin" else None
+    return z, weights, disc, seconds
