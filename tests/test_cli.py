@@ -1,0 +1,268 @@
+"""`fnin integrate` end to end: outputs, names, options, --json, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import trimesh
+
+from fnin_cli import io
+from fnin_cli.conventions import from_internal
+from fnin_cli.pipeline import integrate, load_input
+from helpers_cli import invoke, run_fnin, write_case, write_folder
+
+JSON_KEYS = {"input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels", "seconds",
+             "scale_note", "warnings", "peak_rss_mb"}
+
+
+def test_file_with_mask_and_K_writes_mesh_depth_weights_preview(tmp_path):
+    c = write_case(tmp_path, seed=2)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "wls",
+                "-o", out / "m.ply", "--depth", out / "d.npy", "--weights", out / "w.exr", "--preview", out / "p.png"])
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout == ""  # human messages go to stderr only
+    assert "ok" in r.stderr
+
+    # the CLI is a thin layer: the depth it writes is the API's, bit for bit
+    res = integrate(load_input(c["normals"], mask=c["mask"], K=c["K"]), method="wls")
+    d = np.load(out / "d.npy")
+    assert d.dtype == np.float32 and d.shape == (48, 48)
+    np.testing.assert_array_equal(d, res.depth)
+    assert np.array_equal(np.isfinite(d), res.mask)
+    assert (d[res.mask] > 0).all()
+
+    mesh = trimesh.load(out / "m.ply", process=False)
+    assert len(mesh.vertices) == res.pixels
+    assert len(mesh.faces) > res.pixels  # ~2 triangles per pixel on a mostly smooth scene
+    pts = res.camera.back_project(res.depth.astype(np.float64))[res.mask]
+    np.testing.assert_allclose(np.asarray(mesh.vertices), pts, rtol=1e-5, atol=1e-6)
+
+    w, _ = io.read_array(out / "w.exr")
+    assert w.shape == (48, 48)
+    assert np.array_equal(np.isfinite(w), res.mask)
+    assert np.nanmin(w) >= 0 and np.nanmax(w) <= 1
+
+    p, bits = io.read_array(out / "p.png")
+    assert bits == 8 and p.ndim == 3 and p.shape[2] == 3
+    assert p.shape[1] > 2 * p.shape[0]  # three panels side by side
+    # no temporary files left behind
+    assert sorted(x.name for x in out.iterdir()) == ["d.npy", "m.ply", "p.png", "w.exr"]
+
+
+def test_folder_input_uses_its_mask_and_K(tmp_path):
+    folder = write_folder(tmp_path / "bunny", seed=4)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = invoke(["integrate", folder, "--out-dir", out, "--method", "wls", "--json"])
+    assert r.exit_code == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["status"] == "ok" and rec["camera"] == "perspective"
+    assert rec["outputs"] == {"mesh": str(out / "bunny.ply")}
+    ref = integrate(load_input(folder), method="wls")
+    assert rec["pixels"] == ref.pixels
+    mesh = trimesh.load(out / "bunny.ply", process=False)
+    assert len(mesh.vertices) == ref.pixels
+
+
+def test_json_schema_one_object_per_input(tmp_path):
+    good = write_case(tmp_path, seed=6, name="good", with_mask=False, with_K=False)["normals"]
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not a png at all")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = invoke(["integrate", good, bad, "--out-dir", out, "--format", "npy", "--method", "wls", "--json"])
+    assert r.exit_code == 1
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 2
+    recs = [json.loads(x) for x in lines]
+    for rec in recs:
+        assert set(rec) == JSON_KEYS
+        assert rec["method"] == "wls"
+        assert isinstance(rec["seconds"], dict) and all(isinstance(v, float) for v in rec["seconds"].values())
+        assert isinstance(rec["warnings"], list)
+    ok, failed = recs
+    assert ok["input"] == str(good) and ok["status"] == "ok" and ok["error"] is None
+    assert ok["outputs"] == {"depth": str(out / "good.npy")}
+    assert ok["camera"] == "orthographic" and ok["shape"] == [48, 48] and ok["pixels"] > 1000
+    assert {"load", "solve", "write", "total"} <= set(ok["seconds"])
+    assert "offset" in ok["scale_note"]
+    assert ok["peak_rss_mb"] is None or ok["peak_rss_mb"] > 10
+    assert failed["status"] == "failed" and failed["outputs"] == {}
+    assert failed["error"].startswith(f"{bad}: ") and "corrupt" in failed["error"]
+    # human messages on stderr: the error line and the summary table
+    assert f"error: {bad}: " in r.stderr
+    assert "1 ok, 1 failed" in r.stderr
+
+
+def test_exit_codes_of_the_real_command(tmp_path):
+    c = write_case(tmp_path, seed=7)
+    ok = run_fnin(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "wls",
+                   "-o", tmp_path / "a.npy"])
+    assert ok.returncode == 0, ok.stderr
+    usage = run_fnin(["integrate", c["normals"], c["normals"].with_name("x.png"), "-o", tmp_path / "b.ply"])
+    assert usage.returncode == 2
+    assert usage.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "--out-dir" in usage.stderr
+    failed = run_fnin(["integrate", tmp_path / "missing.png", "--method", "wls", "-o", tmp_path / "c.npy"])
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == f"error: {tmp_path / 'missing.png'}: file not found"
+    assert not (tmp_path / "b.ply").exists() and not (tmp_path / "c.npy").exists()
+
+
+def test_outputs_are_bit_identical_across_runs(tmp_path):
+    c = write_case(tmp_path, seed=10)
+    digests = []
+    for run in ("r1", "r2"):
+        d = tmp_path / run
+        d.mkdir()
+        r = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "bini",
+                    "-o", d / "m.ply", "--depth", d / "d.npy", "--weights", d / "w.exr"])
+        assert r.exit_code == 0, r.stderr
+        digests.append([(d / f).read_bytes() for f in ("m.ply", "d.npy", "w.exr")])
+    assert digests[0] == digests[1]
+
+
+def test_fx_options_equal_a_K_file(tmp_path):
+    c = write_case(tmp_path, seed=12)
+    K = np.loadtxt(c["K"])
+    a = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "wls",
+                "-o", tmp_path / "a.npy"])
+    fx, fy, cx, cy = (repr(float(v)) for v in (K[0, 0], K[1, 1], K[0, 2], K[1, 2]))
+    b = invoke(["integrate", c["normals"], "--mask", c["mask"], "--fx", fx, "--fy", fy, "--cx", cx, "--cy", cy,
+                "--method", "wls", "-o", tmp_path / "b.npy"])
+    assert a.exit_code == 0 and b.exit_code == 0, a.stderr + b.stderr
+    assert (tmp_path / "a.npy").read_bytes() == (tmp_path / "b.npy").read_bytes()
+    # --fx alone: fy = fx and the principal point at the image centre
+    centred = K.copy()
+    centred[1, 1] = K[0, 0]
+    centred[:2, 2] = (48 - 1) / 2
+    np.savetxt(tmp_path / "Kc.txt", centred)
+    c1 = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", tmp_path / "Kc.txt", "--method", "wls",
+                 "-o", tmp_path / "c1.npy"])
+    c2 = invoke(["integrate", c["normals"], "--mask", c["mask"], "--fx", fx, "--method", "wls",
+                 "-o", tmp_path / "c2.npy"])
+    assert c1.exit_code == 0 and c2.exit_code == 0
+    assert (tmp_path / "c1.npy").read_bytes() == (tmp_path / "c2.npy").read_bytes()
+    assert (tmp_path / "c1.npy").read_bytes() != (tmp_path / "a.npy").read_bytes()
+
+
+def _ortho_sphere(n=48, radius=30.0, centre_depth=100.0):
+    """Exact orthographic sphere cap: depth and internal-frame normals (pixel size 1)."""
+    v, u = np.mgrid[0:n, 0:n].astype(np.float64)
+    x, y = u - (n - 1) / 2, v - (n - 1) / 2
+    r2 = x * x + y * y
+    inside = r2 < (0.9 * radius) ** 2
+    s = np.sqrt(np.clip(radius**2 - r2, 0, None))
+    depth = np.where(inside, centre_depth - s, np.nan)
+    normals = np.stack([x, y, -s], -1) / radius
+    normals[~inside] = np.nan
+    return depth, normals, inside
+
+
+def test_depth_at_and_mean_depth_fix_the_offset(tmp_path):
+    depth, normals, inside = _ortho_sphere()
+    io.write_array(tmp_path / "s.npy", from_internal(normals, "ps").astype(np.float32))
+    r = invoke(["integrate", tmp_path / "s.npy", "--method", "wls", "--depth-at", f"24,24,{float(depth[24, 24])!r}",
+                "-o", tmp_path / "d.npy"])
+    assert r.exit_code == 0, r.stderr
+    d = np.load(tmp_path / "d.npy")
+    assert abs(d[24, 24] - depth[24, 24]) < 1e-3
+    # orthographic sphere: the integrated surface is the true one (discretisation error only)
+    err = np.abs(d - depth)[inside]
+    assert np.median(err) < 0.5 and err.max() < 1.5  # relief is 17 units
+    r = invoke(["integrate", tmp_path / "s.npy", "--method", "wls", "--mean-depth", "-5", "-o", tmp_path / "e.npy"])
+    assert r.exit_code == 0, r.stderr
+    e = np.load(tmp_path / "e.npy")
+    assert abs(np.nanmean(e.astype(np.float64)) + 5) < 1e-4
+    np.testing.assert_allclose(e - np.nanmean(e), d - np.nanmean(d), atol=1e-4)
+
+
+def test_both_conventions_give_the_same_depth(tmp_path):
+    c = write_case(tmp_path, seed=15)
+    n = c["scene"].normals
+    io.write_array(tmp_path / "ps.npy", from_internal(n, "ps").astype(np.float32))
+    io.write_array(tmp_path / "cv.npy", n.astype(np.float32))
+    io.write_array(tmp_path / "dx.npy", from_internal(n, "directx").astype(np.float32))
+    for name, conv in (("ps", "ps"), ("cv", "opencv"), ("dx", "green-down")):
+        r = invoke(["integrate", tmp_path / f"{name}.npy", "--convention", conv, "--K", c["K"], "--method", "wls",
+                    "-o", tmp_path / f"{name}_d.npy"])
+        assert r.exit_code == 0, r.stderr
+    ref = (tmp_path / "ps_d.npy").read_bytes()
+    assert (tmp_path / "cv_d.npy").read_bytes() == ref
+    assert (tmp_path / "dx_d.npy").read_bytes() == ref
+    # read with the wrong convention, the same file is refused with a hint
+    r = invoke(["integrate", tmp_path / "cv.npy", "--K", c["K"], "--method", "wls", "-o", tmp_path / "x.npy"])
+    assert r.exit_code == 1 and "--convention" in r.stderr
+
+
+def test_default_output_names(tmp_path):
+    # no output option: <name>.ply in the current folder
+    c = write_case(tmp_path / "in", seed=18, name="statue")
+    work = tmp_path / "work"
+    work.mkdir()
+    r = invoke(["integrate", c["normals"], "--method", "wls"], cwd=work)
+    assert r.exit_code == 0, r.stderr
+    assert (work / "statue.ply").exists()
+    # generic file names take their folder's name; fnin expands a quoted glob itself
+    for obj, seed in (("cat", 19), ("owl", 21)):
+        write_folder(tmp_path / "scans" / obj, seed=seed)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = invoke(["integrate", str(tmp_path / "scans" / "*" / "normal_map.png"), "--out-dir", out, "--method", "wls",
+                "--format", "obj", "--depth", ".exr", "--preview", "{stem}-look.png", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["cat-look.png", "cat.obj", "cat_depth.exr",
+                                                    "owl-look.png", "owl.obj", "owl_depth.exr"]
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [rec["outputs"]["mesh"] for rec in recs] == [str(out / "cat.obj"), str(out / "owl.obj")]
+    assert recs[0]["camera"] == "orthographic"  # a file input does not pick up its folder's K.txt
+    mesh = trimesh.load(out / "cat.obj", process=False)
+    assert len(mesh.vertices) == recs[0]["pixels"]
+
+
+def test_skip_existing_and_force(tmp_path):
+    c = write_case(tmp_path, seed=23, with_mask=False, with_K=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["integrate", c["normals"], "--out-dir", out, "--method", "wls", "--json"]
+    assert invoke(args).exit_code == 0
+    target = out / "n.ply"
+    target.write_bytes(b"sentinel")
+    r = invoke(args)
+    assert r.exit_code == 2 and "--force" in r.stderr and target.read_bytes() == b"sentinel"
+    r = invoke(args + ["--skip-existing"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["status"] == "skipped"
+    assert target.read_bytes() == b"sentinel"
+    r = invoke(args + ["--force"])
+    assert r.exit_code == 0 and target.read_bytes() != b"sentinel"
+
+
+@pytest.mark.parametrize("pixel_size", [
+    0.5, 1.0,
+    pytest.param(10.0, marks=pytest.mark.xfail(strict=True, reason=(
+        "orthographic wls/bini: the lambda prior is not scaled with the pixel size, so large pixel "
+        "sizes shrink the relief (10 -> 47 instead of 168 units); see the CLI report"))),
+])
+def test_pixel_size_scales_orthographic_depth(tmp_path, pixel_size):
+    depth, normals, inside = _ortho_sphere()
+    io.write_array(tmp_path / "s.npy", from_internal(normals, "ps").astype(np.float32))
+    r = invoke(["integrate", tmp_path / "s.npy", "--pixel-size", repr(pixel_size), "--method", "wls",
+                "-o", tmp_path / "d.npy"])
+    assert r.exit_code == 0, r.stderr
+    d = np.load(tmp_path / "d.npy").astype(np.float64)
+    truth = depth * pixel_size
+    relief, true_relief = np.nanmax(d) - np.nanmin(d), np.nanmax(truth) - np.nanmin(truth)
+    assert abs(relief / true_relief - 1) < 0.05, (relief, true_relief)
+    err = np.abs((d - np.nanmean(d)) - (truth - np.nanmean(truth)))[inside]
+    assert np.median(err) < 0.02 * true_relief
+
+
+def test_help_documents_exit_codes_and_outputs():
+    r = invoke(["integrate", "--help"])
+    assert r.exit_code == 0
+    for word in ("--out-dir", "--json", "--jobs", "Exit codes", "--depth-at", "--preview"):
+        assert word in r.stdout
