@@ -75,6 +75,8 @@ def read_array(path) -> tuple[np.ndarray, int | None]:
     except Exception as exc:  # corrupt or truncated files from any backend
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FninError(f"cannot read file ({reason[:120]}); is it corrupt or truncated?", path) from None
+    if arr.size == 0:
+        raise FninError(f"file holds no pixels (shape {arr.shape}); is it corrupt or truncated?", path)
     if arr.dtype.kind not in "biuf":
         raise FninError(f"unsupported data type {arr.dtype}; expected numbers", path)
     if arr.ndim not in (2, 3) or min(arr.shape[:2]) < 1:
