@@ -463,6 +463,15 @@ def limit_blas_threads(n: int) -> int:
     return done
 
 
+def quiet_library_loggers() -> None:
+    """Readers report through FninError; keep libraries' own log lines (tifffile warns
+    twice about every corrupt TIFF) off stderr so each failure stays one line."""
+    import logging
+
+    for name in ("tifffile", "PIL", "imageio", "trimesh", "pyamg"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def init_worker(options: Options, in_pool: bool = False) -> None:
     """Per-process setup: fixed thread counts (results do not depend on --jobs) and the
     FNIN network loaded once. Safe when the network or its weights are unavailable:
@@ -471,6 +480,7 @@ def init_worker(options: Options, in_pool: bool = False) -> None:
     if in_pool:
         signal.signal(signal.SIGINT, _sigint)
     limit_blas_threads(options.threads)
+    quiet_library_loggers()
     if options.method in ("fnin", "fnin-s"):
         try:
             import torch
