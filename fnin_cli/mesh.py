@@ -1,0 +1,211 @@
+"""Depth map -> triangle mesh, without bridging depth discontinuities.
+
+One vertex per masked pixel (row-major order of the mask), at
+``camera.back_project(depth)``. Each 2x2 pixel quad gives two triangles, or one where
+only three of its pixels are in the mask. A triangle is dropped when any of its three
+edges is a *discontinuity*, so occlusion boundaries open up and separate islands stay
+separate.
+
+Discontinuity test for an edge between pixels p and q
+------------------------------------------------------
+
+With normals (the usual case), the edge is compared with what each endpoint's normal
+predicts, using the residuals of the WLS system (:class:`~fnin_cli.wls.NormalSystem`):
+``r = a * (t_q - t_p) + n`` in "normal units" (t = log-depth for perspective, depth for
+orthographic; a = f (n . ray) or n_z / s). On a smooth surface |r| is tiny (of the order
+of the normal's change over one pixel); a depth jump makes it large. The edge is cut when
+**neither** endpoint's normal explains the jump: ``min(|r_p|, |r_q|) > cut`` (default 1,
+i.e. an unexplained jump of about one pixel footprint divided by the normal's tilt).
+Steep but smooth surfaces (grazing normals, small ``a``) are therefore kept.
+
+The diagonal edge of a triangle gets the same test along the diagonal step
+(du, dv) = (1, +-1): ``r = a_d dt + g n_x du + n_y dv / g`` with ``g = sqrt(f_y / f_x)``
+(1 for orthographic) and ``a_d = g a_u``, which is the one-pixel residual of the
+diagonal direction.
+
+Without normals (or where a normal is not finite), an edge is cut when its depth jump
+is far above the local pixel footprint: ``|z_q - z_p| > JUMP_FACTOR * footprint`` with
+footprint = min(z_p, z_q) / f_x (horizontal), / f_y (vertical), their Euclidean
+combination for diagonals (perspective), or the pixel size (times sqrt 2 on diagonals)
+for orthographic cameras. JUMP_FACTOR = 20 keeps surfaces up to ~87 degrees of slope.
+
+Full quads are split along the diagonal that keeps more triangles (then the shorter
+one in 3D), so a jump across one corner removes one triangle, not two.
+
+Faces are wound so that their normals point toward the camera (n_z < 0 in the OpenCV
+frame: x right, y down, z forward), matching the normal maps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import io
+from .camera import Camera
+from .conventions import from_internal
+from .errors import FninError
+from .wls import NormalSystem
+
+JUMP_FACTOR = 20.0
+
+
+def _footprint_cut(z_p, z_q, camera: Camera, step: str):
+    """Depth jump far above the pixel footprint ("h", "v" or "d" for diagonal)."""
+    dz = np.abs(z_q - z_p)
+    if camera.perspective:
+        near = np.minimum(z_p, z_q)
+        fx, fy = camera.K[0, 0], camera.K[1, 1]
+        inv = {"h": 1.0 / fx, "v": 1.0 / fy, "d": np.hypot(1.0 / fx, 1.0 / fy)}[step]
+        footprint = near * inv
+    else:
+        footprint = camera.pixel_size * (np.sqrt(2.0) if step == "d" else 1.0)
+    return dz > JUMP_FACTOR * footprint
+
+
+def _combine(res_cut, fallback_cut):
+    """Residual test where both residuals are finite, footprint rule elsewhere."""
+    return np.where(np.isfinite(res_cut), res_cut > 0, fallback_cut)
+
+
+def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, system_residuals=None):
+    """Boolean cut maps for the three edge families of the pixel grid.
+
+    Returns ``(cut_h, cut_v, cut_d1, cut_d2)`` of shapes (H, W-1), (H-1, W), (H-1, W-1),
+    (H-1, W-1): horizontal edges (r, c)-(r, c+1), vertical (r, c)-(r+1, c), diagonals
+    (r, c)-(r+1, c+1) and (r, c+1)-(r+1, c). Values are meaningful only where both
+    endpoints are in ``mask``.
+    """
+    z = np.where(mask, depth, np.nan).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        cut_h = _footprint_cut(z[:, :-1], z[:, 1:], camera, "h")
+        cut_v = _footprint_cut(z[:-1, :], z[1:, :], camera, "v")
+        cut_d1 = _footprint_cut(z[:-1, :-1], z[1:, 1:], camera, "d")
+        cut_d2 = _footprint_cut(z[:-1, 1:], z[1:, :-1], camera, "d")
+    if normals is None and system_residuals is None:
+        return cut_h, cut_v, cut_d1, cut_d2
+
+    n_pix = int(mask.sum())
+    if system_residuals is None:
+        system = NormalSystem(normals, mask, camera)
+        with np.errstate(invalid="ignore"):
+            system_residuals = system.residuals(camera.unknown_from_depth(z[mask]))
+    elif any(np.shape(system_residuals[d]) != (n_pix,) for d in ("u+", "u-", "v+", "v-")):
+        raise ValueError("system_residuals must hold one value per masked pixel (the mesh's mask)")
+
+    def img(values):
+        out = np.full(mask.shape, np.nan)
+        out[mask] = values
+        return out
+
+    rp, rq = np.abs(img(system_residuals["u+"]))[:, :-1], np.abs(img(system_residuals["u-"]))[:, 1:]
+    with np.errstate(invalid="ignore"):
+        cut_h = _combine(np.minimum(rp, rq) - cut, cut_h)
+        rp, rq = np.abs(img(system_residuals["v+"]))[:-1, :], np.abs(img(system_residuals["v-"]))[1:, :]
+        cut_v = _combine(np.minimum(rp, rq) - cut, cut_v)
+
+    if normals is not None:
+        t = camera.unknown_from_depth(z)
+        a_u, _, nx, ny = camera.residual_coefficients(np.asarray(normals))
+        g = np.sqrt(camera.K[1, 1] / camera.K[0, 0]) if camera.perspective else 1.0
+        a_d = g * a_u
+
+        def diag_cut(sl_p, sl_q, du, dv, fallback):
+            dt = t[sl_q] - t[sl_p]
+            r_p = np.abs(a_d[sl_p] * dt + g * nx[sl_p] * du + ny[sl_p] * dv / g)
+            r_q = np.abs(a_d[sl_q] * dt + g * nx[sl_q] * du + ny[sl_q] * dv / g)
+            return _combine(np.minimum(r_p, r_q) - cut, fallback)
+
+        with np.errstate(invalid="ignore"):
+            # (r, c) -> (r+1, c+1): du = +1, dv = +1;  (r, c+1) -> (r+1, c): du = -1, dv = +1
+            cut_d1 = diag_cut((slice(None, -1), slice(None, -1)), (slice(1, None), slice(1, None)), 1.0, 1.0, cut_d1)
+            cut_d2 = diag_cut((slice(None, -1), slice(1, None)), (slice(1, None), slice(None, -1)), -1.0, 1.0, cut_d2)
+    return cut_h, cut_v, cut_d1, cut_d2
+
+
+def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = 1.0,
+               system_residuals=None):
+    """Triangle mesh (``trimesh.Trimesh``, ``process=False``) of a depth map.
+
+    ``depth``: (H, W) depth (NaN outside the mask is fine); ``mask``: (H, W) bool, pixels
+    with non-finite depth (or depth <= 0 for perspective) are left out too; ``normals``:
+    (H, W, 3) internal-frame normals for the discontinuity test and vertex colours
+    (RGB = (n_ps + 1) / 2); ``cut``: residual threshold in normal units;
+    ``system_residuals``: residuals ``NormalSystem.residuals(z)`` already computed for
+    exactly this mask (saves rebuilding the system). See the module docstring.
+    """
+    import trimesh
+
+    depth = np.asarray(depth, np.float64)
+    if depth.ndim != 2:
+        raise FninError(f"depth must be an (H, W) array, got shape {depth.shape}")
+    mask = np.asarray(mask, bool)
+    if mask.shape != depth.shape:
+        raise FninError(f"mask shape {mask.shape} differs from depth shape {depth.shape}")
+    if normals is not None and np.shape(normals) != depth.shape + (3,):
+        raise FninError(f"normals shape {np.shape(normals)} differs from depth shape {depth.shape} (+3)")
+    with np.errstate(invalid="ignore"):
+        m = mask & np.isfinite(depth) & ((depth > 0) if camera.perspective else True)
+    if system_residuals is not None and not np.array_equal(m, mask):
+        raise ValueError("system_residuals given but the depth is not finite/positive on the whole mask")
+
+    points = camera.back_project(np.where(m, depth, np.nan))
+    vertices = points[m]
+    index = np.full(m.shape, -1, np.int64)
+    index[m] = np.arange(vertices.shape[0])
+
+    cut_h, cut_v, cut_d1, cut_d2 = edge_cuts(depth, camera, m, normals, cut, system_residuals)
+    ok_h = m[:, :-1] & m[:, 1:] & ~cut_h
+    ok_v = m[:-1, :] & m[1:, :] & ~cut_v
+    ok_ad = m[:-1, :-1] & m[1:, 1:] & ~cut_d1
+    ok_bc = m[:-1, 1:] & m[1:, :-1] & ~cut_d2
+    # quad corners a (r, c), b (r, c+1), c (r+1, c), d (r+1, c+1)
+    ab, cd = ok_h[:-1, :], ok_h[1:, :]
+    ac, bd = ok_v[:, :-1], ok_v[:, 1:]
+    t_abc = ab & ac & ok_bc          # omit d
+    t_bcd = bd & cd & ok_bc          # omit a
+    t_abd = ab & bd & ok_ad          # omit c
+    t_acd = ac & cd & ok_ad          # omit b
+    k_bc = t_abc.astype(np.int8) + t_bcd
+    k_ad = t_abd.astype(np.int8) + t_acd
+    with np.errstate(invalid="ignore"):
+        len_bc = np.linalg.norm(points[1:, :-1] - points[:-1, 1:], axis=-1)
+        len_ad = np.linalg.norm(points[1:, 1:] - points[:-1, :-1], axis=-1)
+    use_bc = (k_bc > k_ad) | ((k_bc == k_ad) & ~(len_bc > len_ad))
+
+    ia, ib = index[:-1, :-1], index[:-1, 1:]
+    ic, id_ = index[1:, :-1], index[1:, 1:]
+    # winding: (a, c, b) has negative signed area in (u, v) with v down, which
+    # back-projects to a normal with n_z < 0 (toward the camera)
+    parts = []
+    for sel, corners in (
+        (t_abc & use_bc, (ia, ic, ib)),
+        (t_bcd & use_bc, (ib, ic, id_)),
+        (t_abd & ~use_bc, (ia, id_, ib)),
+        (t_acd & ~use_bc, (ia, ic, id_)),
+    ):
+        parts.append(np.stack([x[sel] for x in corners], axis=-1))
+    faces = np.concatenate(parts, axis=0) if parts else np.zeros((0, 3), np.int64)
+
+    vertex_colors = None
+    if colors and normals is not None:
+        ps = from_internal(np.asarray(normals, np.float64)[m], "ps")
+        rgb = np.clip(np.round((np.nan_to_num(ps, nan=1.0) + 1.0) / 2.0 * 255.0), 0, 255).astype(np.uint8)
+        vertex_colors = np.concatenate([rgb, np.full((rgb.shape[0], 1), 255, np.uint8)], axis=1)
+    return trimesh.Trimesh(vertices=vertices, faces=faces, vertex_colors=vertex_colors, process=False)
+
+
+def write_mesh(path, mesh, force: bool = False) -> Path:
+    """Write ``mesh`` atomically as binary .ply or .obj (chosen by suffix)."""
+    path = Path(path)
+    suf = path.suffix.lower()
+    if suf not in io.MESH_SUFFIXES:
+        raise FninError(f"unknown mesh type '{suf or '(none)'}'; use one of {', '.join(io.MESH_SUFFIXES)}", path)
+    path = io.check_output(path, force)
+    with io.atomic_path(path) as tmp:
+        if suf == ".ply":
+            mesh.export(file_obj=str(tmp), file_type="ply", encoding="binary")
+        else:
+            mesh.export(file_obj=str(tmp), file_type="obj", include_normals=False, include_texture=False)
+    return path
