@@ -1,0 +1,123 @@
+"""Shared assertions and analytic scenes for the tests (imported as ``helpers``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fnin_cli import analytic as A
+from fnin_cli.camera import Camera
+
+REL_TOL = 1e-3  # of the depth range, after the scale/offset alignment
+
+
+def aligned_error(est, gt, mask, mode: str) -> float:
+    """Max |aligned est - gt| over ``mask`` divided by the range of gt there.
+
+    ``mode='scale'`` (perspective): est scaled by nanmedian(gt / est);
+    ``mode='offset'`` (orthographic): est shifted by nanmedian(gt - est).
+    """
+    est = np.asarray(est, np.float64)[mask]
+    gt = np.asarray(gt, np.float64)[mask]
+    assert est.size and np.all(np.isfinite(gt)), "ground truth must be finite on the mask"
+    assert np.all(np.isfinite(est)), "estimate has non-finite values inside the mask"
+    if mode == "scale":
+        aligned = np.nanmedian(gt / est) * est
+    elif mode == "offset":
+        aligned = est + np.nanmedian(gt - est)
+    else:
+        raise ValueError(f"mode must be 'scale' or 'offset', not {mode!r}")
+    span = float(gt.max() - gt.min())
+    assert span > 0, "ground truth is constant on the mask; the relative error is undefined"
+    return float(np.max(np.abs(aligned - gt)) / span)
+
+
+def assert_equal_up_to(est, gt, mask, mode: str, rel_tol: float = REL_TOL):
+    """est equals gt up to a scale ('scale') or offset ('offset'), within ``rel_tol``
+    of gt's range over ``mask``."""
+    err = aligned_error(est, gt, mask, mode)
+    assert err <= rel_tol, f"relative error {err:.3e} > {rel_tol:.1e} ({mode} alignment, {int(np.sum(mask))} px)"
+
+
+def mode_of(camera: Camera) -> str:
+    return "scale" if camera.perspective else "offset"
+
+
+# ------------------------------------------------------------------ scenes
+
+SHAPE = (60, 80)  # H, W: small enough for fast solves, large enough for 1e-3 accuracy
+F = 100.0
+
+
+def camera(kind: str) -> Camera:
+    h, w = SHAPE
+    if kind == "persp":
+        return Camera(np.array([[F, 0.0, (w - 1) / 2 + 3.0], [0.0, 1.1 * F, (h - 1) / 2 - 2.0], [0.0, 0.0, 1.0]]))
+    return Camera(None, 0.5)
+
+
+def scene_point(cam: Camera, u: float, v: float, depth: float) -> np.ndarray:
+    """3D point seen at pixel (u, v) at ``depth``."""
+    if cam.perspective:
+        return depth * (np.linalg.inv(cam.K) @ np.array([u, v, 1.0]))
+    return np.array([u * cam.pixel_size, v * cam.pixel_size, depth])
+
+
+def smooth_surface(name: str, cam: Camera) -> A.Surface:
+    """Analytic smooth surfaces filling (most of) the SHAPE grid, exact normals."""
+    h, w = SHAPE
+    persp = cam.perspective
+    z0 = 10.0 if persp else 50.0
+    px = z0 / F if persp else cam.pixel_size  # metric size of one pixel at depth z0
+    if name == "sphere":
+        # cap of normals within 40 deg of the view, radius ~ 36 px on screen
+        R = 36.0 * px / np.sin(np.radians(40.0))
+        C = scene_point(cam, w / 2 - 4, h / 2 + 3, z0 + R)
+        return A.sphere(SHAPE, cam, C, R, max_angle_deg=40.0)
+    if name == "plane":
+        return A.plane(SHAPE, cam, normal=[0.4, -0.3, -1.0], point=scene_point(cam, w / 2, h / 2, z0))
+    if name == "paraboloid":
+        # a dome: z = z0 - k r^2, slope ~ 1 footprint per pixel at the border
+        return A.paraboloid(SHAPE, cam, z0, -0.6 * px / w, center=(w / 2 + 5, h / 2 - 4))
+    raise ValueError(name)
+
+
+def irregular_mask() -> np.ndarray:
+    """A blob with a hole and a notch, inside SHAPE."""
+    h, w = SHAPE
+    u, v = A.pixel_grid(SHAPE)
+    blob = ((u - w / 2) / (0.45 * w)) ** 2 + ((v - h / 2) / (0.45 * h)) ** 2 <= 1.0
+    hole = (u - w / 2 - 8) ** 2 + (v - h / 2 + 4) ** 2 <= 25
+    notch = (u < w / 4) & (np.abs(v - h / 2) < 3)
+    return blob & ~hole & ~notch
+
+
+STEP_COL = 37  # first column of the right-hand side of the step scene
+
+
+def step_surface(cam: Camera, gap: float = 40.0) -> tuple[A.Surface, np.ndarray]:
+    """Two sheets separated by a depth jump along the whole column STEP_COL: on the left
+    a dome tilted down the rows, on the right a ramp tilted up the rows and nearer the
+    camera by gap -+ 30 pixel footprints (the jump varies along the step, as at real
+    occlusions, and the normals jump there too). Returns the surface and the 'right
+    side' map. The two sides touch only across the jump, so each side's shape is
+    defined but their relative depth is not."""
+    h, w = SHAPE
+    persp = cam.perspective
+    z0 = 10.0 if persp else 50.0
+    px = z0 / F if persp else cam.pixel_size
+    k = 0.6 * px / w
+    uc, vc = w / 2 - 10, h / 2
+
+    def dome(u, v):
+        z = z0 + 0.5 * px * (v - vc) - k * ((u - uc) ** 2 + (v - vc) ** 2)
+        return z, -2 * k * (u - uc), 0.5 * px - 2 * k * (v - vc)
+
+    def ramp(u, v):
+        z = z0 - gap * px - 0.5 * px * (v - vc) + 0.3 * px * (u - STEP_COL)
+        return z, np.full_like(u, 0.3 * px), np.full_like(v, -0.5 * px)
+
+    u, _ = A.pixel_grid(SHAPE)
+    side = u >= STEP_COL
+    left = A.restrict(A.from_depth_function(SHAPE, cam, dome), ~side)
+    right = A.restrict(A.from_depth_function(SHAPE, cam, ramp), side)
+    return A.nearest(left, right), side

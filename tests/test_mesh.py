@@ -1,0 +1,268 @@
+"""Depth map -> mesh: vertices, triangulation, discontinuity cuts, winding, files."""
+
+import os
+
+import numpy as np
+import pytest
+import trimesh
+from helpers import SHAPE, STEP_COL, camera, irregular_mask, smooth_surface, step_surface
+from plyfile import PlyData
+
+from fnin_cli import analytic as A
+from fnin_cli import io
+from fnin_cli.camera import Camera
+from fnin_cli.conventions import from_internal
+from fnin_cli.errors import FninError
+from fnin_cli.mesh import JUMP_FACTOR, build_mesh, edge_cuts, write_mesh
+from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.wls import NormalSystem
+
+
+def components(mesh) -> list[set]:
+    """Vertex sets of the face-connected components (isolated vertices ignored)."""
+    return [set(np.unique(mesh.faces[f])) for f in trimesh.graph.connected_components(
+        mesh.face_adjacency, nodes=np.arange(len(mesh.faces)), min_len=1)]
+
+
+def pixel_ids(mask, region):
+    """Vertex indices (row-major order of ``mask``) of the pixels in ``region``."""
+    index = np.full(mask.shape, -1)
+    index[mask] = np.arange(mask.sum())
+    return set(index[mask & region])
+
+
+# ---------------------------------------------------------------- vertices & faces
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+def test_one_vertex_per_masked_pixel_at_back_projection(kind):
+    cam = camera(kind)
+    surface = smooth_surface("paraboloid", cam)
+    mask = irregular_mask()
+    mesh = build_mesh(surface.depth, cam, mask, normals=surface.normals)
+    assert len(mesh.vertices) == mask.sum()
+    np.testing.assert_array_equal(mesh.vertices, cam.back_project(surface.depth)[mask])
+
+
+def test_full_grid_gives_two_triangles_per_quad():
+    cam = camera("persp")
+    surface = smooth_surface("plane", cam)
+    mesh = build_mesh(surface.depth, cam, surface.support, normals=surface.normals)
+    h, w = SHAPE
+    assert len(mesh.faces) == 2 * (h - 1) * (w - 1)
+    assert len(components(mesh)) == 1
+    # a closed grid: every interior edge is shared by exactly two faces
+    assert mesh.is_winding_consistent
+
+
+def test_three_pixel_quad_gives_one_triangle_and_isolated_pixel_none():
+    depth = np.full((3, 3), 5.0)
+    mask = np.array([[1, 1, 0], [1, 0, 0], [0, 0, 1]], bool)
+    mesh = build_mesh(depth, Camera(None, 1.0), mask)
+    assert len(mesh.vertices) == 4  # the isolated pixel keeps its vertex
+    assert len(mesh.faces) == 1
+    assert set(mesh.faces[0]) == {0, 1, 2}
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+def test_faces_point_toward_the_camera_like_the_normals(kind):
+    cam = camera(kind)
+    surface = smooth_surface("sphere", cam)
+    mesh = build_mesh(surface.depth, cam, surface.support, normals=surface.normals)
+    fn = mesh.face_normals
+    assert np.all(fn[:, 2] < 0)
+    # and agree with the normal map at the faces' first vertex
+    n = surface.normals[surface.support][mesh.faces[:, 0]]
+    assert np.min(np.sum(fn * n, -1)) > 0.95
+
+
+def test_vertex_colours_from_normals_in_ps_convention():
+    cam = camera("persp")
+    surface = smooth_surface("sphere", cam)
+    mesh = build_mesh(surface.depth, cam, surface.support, normals=surface.normals)
+    ps = from_internal(surface.normals[surface.support], "ps")
+    expected = np.round((ps + 1) / 2 * 255).astype(np.uint8)
+    np.testing.assert_array_equal(mesh.visual.vertex_colors[:, :3], expected)
+    assert np.all(mesh.visual.vertex_colors[:, 3] == 255)
+    plain = build_mesh(surface.depth, cam, surface.support, normals=surface.normals, colors=False)
+    assert plain.visual.kind is None
+
+
+# ---------------------------------------------------------------- discontinuities
+
+def test_two_disjoint_discs_stay_two_islands():
+    cam = camera("persp")
+    surface = smooth_surface("plane", cam)
+    mask = A.disc_mask(SHAPE, (18, 20), 12) | A.disc_mask(SHAPE, (60, 35), 14)
+    mesh = build_mesh(surface.depth, cam, mask, normals=surface.normals)
+    comps = components(mesh)
+    assert len(comps) == 2
+    assert sorted(map(len, comps)) == sorted([int(A.disc_mask(SHAPE, c, r).sum())
+                                             for c, r in (((18, 20), 12), ((60, 35), 14))])
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+@pytest.mark.parametrize("with_normals", [True, False], ids=["normals", "footprint"])
+def test_step_inside_one_mask_splits_exactly_at_the_step(kind, with_normals):
+    cam = camera(kind)
+    # jump of 40-100 pixel footprints: above the no-normals rule (JUMP_FACTOR = 20) everywhere
+    surface, right = step_surface(cam, gap=70)
+    mask = surface.support & irregular_mask()
+    mesh = build_mesh(surface.depth, cam, mask, normals=surface.normals if with_normals else None)
+    comps = components(mesh)
+    assert len(comps) == 2
+    assert {frozenset(c) for c in comps} == {frozenset(pixel_ids(mask, right)), frozenset(pixel_ids(mask, ~right))}
+    # nothing else was cut: every quad fully on one side keeps both triangles
+    m = mask
+    full = m[:-1, :-1] & m[:-1, 1:] & m[1:, :-1] & m[1:, 1:]
+    three = (m[:-1, :-1].astype(int) + m[:-1, 1:] + m[1:, :-1] + m[1:, 1:]) == 3
+    straddle = np.zeros_like(full)
+    straddle[:, STEP_COL - 1] = True
+    assert len(mesh.faces) == 2 * np.sum(full & ~straddle) + np.sum(three & ~straddle)
+
+
+def test_step_through_bini_result_is_cut_along_the_step():
+    """End to end: BiNI puts a jump at the step (one column either side, see
+    test_geometry), and the mesh of its depth opens there and nowhere else; the smooth
+    WLS depth has no jump, so at most a few edges near the step are cut."""
+    cam = camera("persp")
+    surface, _ = step_surface(cam)
+    inp = build_input(surface.normals.astype(np.float32), K=cam.K)
+    rows_cut = {}
+    for method in ("bini", "wls"):
+        res = integrate(inp, method=method)
+        cut_h, cut_v, _, _ = edge_cuts(res.depth, cam, res.mask, inp.normals)
+        m = res.mask
+        cut_h &= m[:, :-1] & m[:, 1:]
+        cut_v &= m[:-1, :] & m[1:, :]
+        near = 1.5 if method == "bini" else 3.5  # columns from the step
+        cols = np.nonzero(cut_h.any(axis=0))[0]
+        assert np.all(np.abs(cols - (STEP_COL - 0.5)) <= near), (method, cols)
+        assert np.all(np.abs(np.nonzero(cut_v.any(axis=0))[0] - (STEP_COL - 0.5)) <= near)
+        rows_cut[method] = int(cut_h.any(axis=1).sum())
+        if method == "bini":
+            mesh = build_mesh(res.depth, cam, m, normals=inp.normals)
+            assert len(mesh.faces) < 2 * (SHAPE[0] - 1) * (SHAPE[1] - 1) - SHAPE[0]
+    assert rows_cut["bini"] >= 0.9 * SHAPE[0], rows_cut
+    assert rows_cut["wls"] <= 0.25 * SHAPE[0], rows_cut
+
+
+def test_steep_smooth_surface_is_not_cut():
+    """A plane at 85 degrees to the view: depth changes by ~11 footprints per pixel,
+    but the normals explain it (and it is under the no-normals footprint rule too)."""
+    cam = Camera(None, 1.0)
+    ang = np.radians(85.0)
+    surface = A.plane(SHAPE, cam, normal=[np.sin(ang), 0.0, -np.cos(ang)], point=[40.0, 30.0, 1000.0])
+    for normals in (surface.normals, None):
+        mesh = build_mesh(surface.depth, cam, surface.support, normals=normals)
+        assert len(mesh.faces) == 2 * (SHAPE[0] - 1) * (SHAPE[1] - 1)
+
+
+def test_footprint_rule_threshold():
+    """Without normals: cut when |dz| > JUMP_FACTOR * footprint (z / f), keep just below.
+    Corner b of the quad jumps: above the threshold its two edges (a-b, b-d) are cut and
+    only triangle (a, c, d) is left; the diagonal's threshold is sqrt(2) larger."""
+    cam = Camera(np.array([[100.0, 0, 0.5], [0, 100.0, 0.5], [0, 0, 1]]))
+    threshold = JUMP_FACTOR * 10.0 / 100.0
+    for factor, expected in ((0.99, 2), (1.01, 1)):
+        depth = np.array([[10.0, 10.0 + factor * threshold], [10.0, 10.0]])
+        mesh = build_mesh(depth, cam, np.ones((2, 2), bool))
+        assert len(mesh.faces) == expected, factor
+    assert set(mesh.faces[0]) == {0, 2, 3}
+
+
+def test_corner_jump_keeps_the_other_triangle():
+    """A quad whose corner a is far away: the split along b-c keeps triangle (b, c, d)."""
+    depth = np.array([[100.0, 1.0], [1.0, 1.0]])
+    mesh = build_mesh(depth, Camera(None, 1.0), np.ones((2, 2), bool))
+    assert len(mesh.faces) == 1
+    assert set(mesh.faces[0]) == {1, 2, 3}
+    assert mesh.face_normals[0, 2] < 0
+
+
+def test_cut_threshold_with_normals():
+    """Residual test: a jump of r normal units is cut iff r > cut."""
+    cam = Camera(None, 1.0)
+    n = np.zeros((1, 2, 3))
+    n[..., 2] = -1.0  # fronto-parallel: residual of the edge = a * dz = -dz
+    for dz, cut, kept in ((0.5, 1.0, True), (1.5, 1.0, False), (1.5, 2.0, True)):
+        depth = np.array([[0.0, dz], [0.0, dz]])
+        normals = np.concatenate([n, n], axis=0)
+        mesh = build_mesh(depth, cam, np.ones((2, 2), bool), normals=normals, cut=cut)
+        assert (len(mesh.faces) == 2) == kept, (dz, cut)
+
+
+def test_system_residuals_give_the_same_mesh():
+    cam = camera("persp")
+    surface, _ = step_surface(cam)
+    mask = surface.support
+    system = NormalSystem(surface.normals, mask, cam)
+    res = system.residuals(np.log(surface.depth[mask]))
+    a = build_mesh(surface.depth, cam, mask, normals=surface.normals)
+    b = build_mesh(surface.depth, cam, mask, normals=surface.normals, system_residuals=res)
+    np.testing.assert_array_equal(a.faces, b.faces)
+    with pytest.raises(ValueError):
+        build_mesh(surface.depth, cam, mask, system_residuals={d: v[:-1] for d, v in res.items()})
+
+
+def test_nan_depth_inside_mask_is_left_out():
+    cam = camera("ortho")
+    surface = smooth_surface("plane", cam)
+    depth = surface.depth.copy()
+    depth[10, 10] = np.nan
+    mesh = build_mesh(depth, cam, surface.support)
+    assert len(mesh.vertices) == surface.support.sum() - 1
+    assert not np.isnan(mesh.vertices).any()
+
+
+# ---------------------------------------------------------------- files
+
+@pytest.mark.parametrize("depth_suffix", [".npy", ".exr"])
+def test_ply_round_trip_with_independent_reader(tmp_path, depth_suffix):
+    cam = camera("persp")
+    surface = smooth_surface("sphere", cam)
+    inp = build_input(surface.normals.astype(np.float32), K=cam.K)
+    res = integrate(inp, method="wls")
+    depth_path = io.write_array(tmp_path / f"depth{depth_suffix}", res.depth)
+    mesh = build_mesh(res.depth, res.camera, res.mask, normals=inp.normals)
+    path = write_mesh(tmp_path / "mesh.ply", mesh)
+
+    ply = PlyData.read(str(path))
+    assert ply.text is False  # binary
+    vert = ply["vertex"].data
+    xyz = np.stack([vert["x"], vert["y"], vert["z"]], -1).astype(np.float64)
+    depth_back, _ = io.read_array(depth_path)
+    assert len(xyz) == res.mask.sum()
+    np.testing.assert_allclose(xyz, cam.back_project(depth_back.astype(np.float64))[res.mask],
+                               rtol=1e-6, atol=0)
+    faces = np.stack(ply["face"].data["vertex_indices"])
+    np.testing.assert_array_equal(faces, mesh.faces)
+    rgb = np.stack([vert["red"], vert["green"], vert["blue"]], -1)
+    np.testing.assert_array_equal(rgb, mesh.visual.vertex_colors[:, :3])
+
+
+def test_obj_loads_back(tmp_path):
+    cam = camera("ortho")
+    surface, _ = step_surface(cam)
+    mesh = build_mesh(surface.depth, cam, surface.support, normals=surface.normals)
+    path = write_mesh(tmp_path / "mesh.OBJ", mesh)
+    back = trimesh.load(path, process=False, force="mesh")
+    assert len(back.vertices) == len(mesh.vertices)
+    assert len(back.faces) == len(mesh.faces)
+    np.testing.assert_allclose(back.vertices, mesh.vertices, rtol=1e-7, atol=1e-6)
+
+
+def test_write_mesh_refuses_unknown_suffix_and_existing_file(tmp_path):
+    mesh = build_mesh(np.ones((2, 2)), Camera(None, 1.0), np.ones((2, 2), bool))
+    for name in ("mesh.stl", "mesh"):
+        with pytest.raises(FninError, match="unknown mesh type"):
+            write_mesh(tmp_path / name, mesh)
+    path = write_mesh(tmp_path / "m.ply", mesh)
+    before = path.read_bytes()
+    with pytest.raises(FninError, match="exists"):
+        write_mesh(path, build_mesh(np.ones((3, 3)), Camera(None, 1.0), np.ones((3, 3), bool)))
+    assert path.read_bytes() == before
+    write_mesh(path, build_mesh(np.ones((3, 3)), Camera(None, 1.0), np.ones((3, 3), bool)), force=True)
+    assert PlyData.read(str(path))["vertex"].count == 9
+    assert sorted(os.listdir(tmp_path)) == ["m.ply"]  # no temporary files left behind
+    with pytest.raises(FninError, match="does not exist"):
+        write_mesh(tmp_path / "missing" / "m.ply", mesh)
