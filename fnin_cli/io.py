@@ -255,7 +255,10 @@ def write_array(path, arr: np.ndarray, force: bool = False) -> Path:
         elif suf in (".tif", ".tiff"):
             import tifffile
 
-            tifffile.imwrite(tmp, arr.astype(np.float32))
+            # explicit photometric: tifffile warns that (H, W, 3) float data will
+            # otherwise become 3 greyscale pages in future versions
+            rgb = arr.ndim == 3 and arr.shape[2] in (3, 4)
+            tifffile.imwrite(tmp, arr.astype(np.float32), photometric="rgb" if rgb else "minisblack")
         elif suf == ".png":
             if arr.dtype in (np.uint8, np.uint16):
                 write_png(tmp, arr)
