@@ -737,21 +737,27 @@ def write_json(path, report):
 # ------------------------------------------------------------------ table
 
 def fmt_error(v) -> str:
+    """3 decimals (DiLiGenT mm), or a compact 2-digit exponent form below 0.01 (``9.3e-5``)."""
     if v is None or not np.isfinite(v):
         return "-"
-    return f"{v:.3f}" if v >= 0.01 else f"{v:.2e}"
+    if v >= 0.01 or v == 0:
+        return f"{v:.3f}"
+    mant, exp = f"{v:.1e}".split("e")
+    return f"{mant}e{int(exp)}"
 
 
 def rich_table(report):
     """Rows = cases, columns = MADE and seconds per method; best MADE bold green, fastest starred."""
+    from rich import box
     from rich.table import Table
 
     methods = report["methods"]
     unit = "mm" if report["dataset"] != "synthetic" else "units"
     t = Table(title=f"fnin bench {report['dataset']}  ({report['machine']['threads']} thread(s), "
                     f"{report['machine']['device']})",
-              caption=f"MADE in {unit}; [bold green]bold green[/] = most accurate, * = fastest; "
-                      "s = seconds of integrate alone (mean row: sum)")
+              caption=f"MADE in {unit}, [bold green]bold green[/]: most accurate, *: fastest, "
+                      "s: seconds of integrate alone (mean row: sum)",
+              box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("case", no_wrap=True)
     for m in methods:
         t.add_column(f"{m}\nMADE", justify="right")
