@@ -272,7 +272,8 @@ def train(
 
 @app.command(no_args_is_help=True)
 def bench(
-    source: str = typer.Argument(..., help="diligent, synthetic, or a folder of cases with depth_gt.npz"),
+    source: str = typer.Argument(..., metavar="diligent|synthetic|DIR",
+                                 help="diligent, synthetic, or a folder of cases with depth_gt.npz"),
     data: Optional[Path] = typer.Option(None, "--data", help="DiLiGenT folder (default: $FNIN_DILIGENT, "
                                         "else ~/.cache/fnin/diligent)"),
     methods: str = typer.Option("fnin,fnin-s,bini,wls", "--methods", help="comma-separated methods"),
