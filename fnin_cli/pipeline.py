@@ -189,14 +189,15 @@ def integrate(
     # given in pixel-normalised units (data rows divided by the focal length), so it is
     # scaled by f^2 into the system's normal units.
     lam_sys = lam * inp.camera.focal ** 2
+    lam_classic = classic_lambda(inp.camera, inp.shape)
     discontinuity = None
     iterations = 1
     if method == "wls":
-        r = integrate_wls(system, lam=LAMBDA, solver=solver)
+        r = integrate_wls(system, lam=lam_classic, solver=solver)
         z, weights = r.z, None
         seconds["solve"] = r.seconds["solve"]
     elif method == "bini":
-        r = integrate_bini(system, k=bini_k, lam=LAMBDA,
+        r = integrate_bini(system, k=bini_k, lam=lam_classic,
                            callback=(lambda i, e: progress(i)) if progress else None)
         z, weights, iterations = r.z, r.weights, r.iterations
         seconds["solve"] = r.seconds["solve"]
@@ -208,7 +209,7 @@ def integrate(
         seconds.update(st)
     if refine:
         t1 = time.perf_counter()
-        r = integrate_bini(system, k=bini_k, z0=z, lam=LAMBDA, max_iter=refine, tol=0.0)
+        r = integrate_bini(system, k=bini_k, z0=z, lam=lam_classic, max_iter=refine, tol=0.0)
         z, weights = r.z, r.weights
         seconds["refine"] = time.perf_counter() - t1
         iterations += r.iterations
@@ -225,6 +226,19 @@ def integrate(
             f"wrong convention? {conventions.FLIP_HINT}")
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, method, seconds, note, zimg, iterations, warnings)
+
+
+def classic_lambda(camera: Camera, shape) -> float:
+    """The tiny definiteness prior of wls/bini in the system's normal units.
+
+    Perspective: SPEC's lambda = 1e-3 (rows ~ f^2, so ~1e-10 relative: negligible, and
+    what reproduces BiNI's published numbers). Orthographic rows are ~1/s^2, where an
+    absolute 1e-3 pulled the depth towards 0 (flattened results: regression test
+    tests/test_geometry.py); use lambda with the image scaled to [-1, 1] instead.
+    """
+    if camera.perspective:
+        return LAMBDA
+    return LAMBDA * (2.0 / (camera.pixel_size * max(shape))) ** 2
 
 
 def weights_to_discontinuity(weights: dict | None, n: int) -> np.ndarray:

@@ -18,16 +18,10 @@ from fnin_cli.wls import NormalSystem
 
 SURFACES = ("sphere", "plane", "paraboloid")
 
-# pipeline.integrate runs wls/bini with lam = 1e-3 on the raw orthographic unknown (depth
-# in pixel units). That prior pulls z toward 0 with a weight comparable to the lowest
-# Laplacian modes (~(pi/L)^2), which flattens the result: 2-8% of the depth range on
-# these 60x80 surfaces (perspective is unaffected: there lam is ~1e-8 of the stencil).
-# Reported to the lead (pipeline.py is not ours to edit); the fix suggested is the
-# normalised-coordinate lambda that test_orthographic_with_normalised_lambda checks.
-ORTHO_LAMBDA_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="pipeline uses lam=1e-3 on orthographic depth in pixel units: flattens the surface")
-KINDS = ("persp", pytest.param("ortho", marks=ORTHO_LAMBDA_BUG))
+# Regression: pipeline.integrate once ran wls/bini with lam = 1e-3 on the raw
+# orthographic unknown (depth in pixel units), which flattened these surfaces by 2-8% of
+# their range; the orthographic cases below fail if that comes back.
+KINDS = ("persp", "ortho")
 # BiNI solves each IRLS round only to CG relative residual 1e-3 (part of the method,
 # SPEC), which leaves up to ~1.5e-3 of the range on curved orthographic surfaces
 TOL = {"wls": 1e-3, "bini": 2e-3}
