@@ -415,52 +415,54 @@ def probe_shape(path) -> tuple[int, int] | None:
 
 # ------------------------------------------------------------------ worker state
 
-_STATE = {"model": None, "in_pool": False, "busy": False}
+_STATE = {"model": None, "in_pool": False, "busy": False, "interrupted": False}
 
 
 def _sigint(signum, frame):
     # In pool workers: interrupt a running input (its atomic writes clean up), but let an
     # idle worker wait quietly for the pool to shut down instead of dying with a traceback.
+    _STATE["interrupted"] = True
     if _STATE["busy"]:
         raise KeyboardInterrupt
 
 
-_BLAS_SETTERS = ("openblas_set_num_threads", "scipy_openblas_set_num_threads",
-                 "scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
-                 "MKL_Set_Num_Threads")
+def _warm_up() -> None:
+    """Import everything an input may need, once, before the first input.
+
+    Besides fairer per-input timings, this keeps Ctrl-C out of imports: trimesh wraps
+    failed optional imports (KeyboardInterrupt included) in placeholders, which then
+    broke the rest of that process with a TypeError instead of stopping it.
+    """
+    import io as _bytes_io
+
+    try:
+        import pyamg  # noqa: F401
+        import scipy.sparse.linalg  # noqa: F401
+
+        from .camera import Camera
+        from .mesh import build_mesh
+
+        depth = np.ones((3, 3))
+        mesh = build_mesh(depth, Camera(None, 1.0), depth > 0)
+        mesh.export(file_obj=_bytes_io.BytesIO(), file_type="ply", encoding="binary")
+    except Exception:  # a missing optional piece shows up per input, with its message
+        pass
 
 
-def limit_blas_threads(n: int) -> int:
+def limit_blas_threads(n: int) -> None:
     """Set the thread count of every BLAS already loaded (numpy's and scipy's OpenBLAS).
 
     The environment variables only work before numpy is imported (the CLI sets them);
     this covers API use. Multi-threaded BLAS on a loaded 2-vCPU machine can be orders of
     magnitude slower (measured: 4 s for pyamg's coarse-grid pseudo-inverse of a 48x48
-    map instead of milliseconds), and one thread keeps sums in a fixed order.
-    Returns how many libraries were set.
+    map instead of milliseconds), and a fixed count keeps results independent of --jobs.
     """
-    import ctypes
-
-    done = 0
     try:
-        with open("/proc/self/maps") as fh:
-            libs = sorted({line.split()[-1] for line in fh if "blas" in line.lower() or "mkl_rt" in line})
-    except OSError:
-        return 0
-    for lib in libs:
-        if not lib.startswith("/") or ".so" not in lib:
-            continue
-        try:
-            handle = ctypes.CDLL(lib)
-        except OSError:
-            continue
-        for sym in _BLAS_SETTERS:
-            fn = getattr(handle, sym, None)
-            if fn is not None:
-                fn(ctypes.c_int(int(n)))
-                done += 1
-                break
-    return done
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=int(n), user_api="blas")
+    except Exception:  # threadpoolctl missing or a BLAS it cannot drive: keep going
+        pass
 
 
 def quiet_library_loggers() -> None:
@@ -481,6 +483,7 @@ def init_worker(options: Options, in_pool: bool = False) -> None:
         signal.signal(signal.SIGINT, _sigint)
     limit_blas_threads(options.threads)
     quiet_library_loggers()
+    _warm_up()
     if options.method in ("fnin", "fnin-s"):
         try:
             import torch
@@ -545,7 +548,11 @@ def process(job: Job, options: Options, workers: int = 1) -> dict:
     if job.skip:
         rec.update(status="skipped", outputs={k: str(p) for k, p in job.outputs.items()})
         return rec
+    if _STATE["interrupted"]:  # Ctrl-C reached this worker: start nothing new
+        rec.update(status="interrupted", error=f"{job.input}: interrupted")
+        return rec
     _reset_peak_rss()
+    before = {k: _file_id(p) for k, p in job.outputs.items()}
     _STATE["busy"] = True
     t0 = time.perf_counter()
     try:
@@ -554,7 +561,13 @@ def process(job: Job, options: Options, workers: int = 1) -> dict:
     except KeyboardInterrupt:
         if not _STATE["in_pool"]:
             raise
-        rec.update(status="interrupted", error="interrupted")
+        # list the outputs that were renamed into place (complete) before the interrupt,
+        # even if it struck between the rename and the bookkeeping
+        for k, p in job.outputs.items():
+            now = _file_id(p)
+            if now is not None and now != before[k]:
+                rec["outputs"][k] = str(p)
+        rec.update(status="interrupted", error=f"{job.input}: interrupted")
     except FninError as exc:
         where = exc.path or job.input
         msg = exc.message
@@ -566,6 +579,9 @@ def process(job: Job, options: Options, workers: int = 1) -> dict:
     except MemoryError:
         rec["error"] = f"{job.input}: ran out of memory; crop or downsample the map, or use fewer --jobs"
     except Exception as exc:  # a bug or an unforeseen input: one line, the rest of the batch goes on
+        if _STATE["interrupted"]:  # a library swallowed the interrupt and failed later
+            rec.update(status="interrupted", error=f"{job.input}: interrupted")
+            return rec
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         rec["error"] = (f"{job.input}: internal error ({type(exc).__name__}: {first}); "
                         "run with --debug for the traceback and please report it")
@@ -575,6 +591,14 @@ def process(job: Job, options: Options, workers: int = 1) -> dict:
         rec["seconds"]["total"] = round(time.perf_counter() - t0, 4)
         rec["peak_rss_mb"] = peak_rss_mb()
     return rec
+
+
+def _file_id(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _make_K(options: Options, shape) -> np.ndarray:
@@ -774,33 +798,54 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 
     import concurrent.futures as cf
     import multiprocessing as mp
+    from collections import deque
 
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, str(options.threads))
-    # spawn: fresh interpreters, no inherited thread pools (fork after torch/OpenMP can hang)
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                  initializer=init_worker, initargs=(options, True))
-    futures = {}
+
+    def new_pool():
+        # spawn: fresh interpreters, no inherited thread pools (fork after torch/OpenMP can hang)
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                      initializer=init_worker, initargs=(options, True))
+
+    pool = new_pool()
+    queue = deque(todo)
+    pending = {}  # at most `workers` submitted at a time, so Ctrl-C has nothing queued to drain
     try:
-        for i in todo:
-            futures[pool.submit(process, jobs[i], options, workers)] = i
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
-            try:
-                rec = fut.result()
-            except Exception as exc:  # a worker died (killed, out of memory): report, go on
-                rec = new_record(jobs[i], options)
-                rec["error"] = f"{jobs[i].input}: worker process failed ({type(exc).__name__}: {exc})"
-            deliver(i, rec)
+        while queue or pending:
+            while queue and len(pending) < workers:
+                i = queue.popleft()
+                pending[pool.submit(process, jobs[i], options, workers)] = i
+            done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            broken = False
+            for fut in sorted(done, key=pending.get):
+                i = pending.pop(fut)
+                try:
+                    rec = fut.result()
+                except Exception as exc:  # the worker died (killed, out of memory): report, go on
+                    broken |= isinstance(exc, cf.process.BrokenProcessPool)
+                    rec = new_record(jobs[i], options)
+                    rec["error"] = (f"{jobs[i].input}: the worker process died ({type(exc).__name__}); "
+                                    "out of memory? try fewer --jobs")
+                deliver(i, rec)
+            if broken:
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = new_pool()
     except KeyboardInterrupt:
-        for fut in futures:
-            fut.cancel()
-        for proc in list(getattr(pool, "_processes", {}).values()):
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
             try:  # workers in our process group got the signal too; harmless if twice
                 os.kill(proc.pid, signal.SIGINT)
             except (OSError, AttributeError):
                 pass
         pool.shutdown(wait=True, cancel_futures=True)
+        # report what finished (complete files) or stopped, in input order, skipping the
+        # gaps of inputs never started
+        for fut, i in pending.items():
+            if records[i] is None and fut.done() and not fut.cancelled() and fut.exception() is None:
+                records[i] = fut.result()
+        for i in range(next_out[0], len(jobs)):
+            if records[i] is not None and on_record is not None:
+                on_record(i, records[i])
         raise
     pool.shutdown(wait=True)
     return records

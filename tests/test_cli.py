@@ -241,12 +241,7 @@ def test_skip_existing_and_force(tmp_path):
     assert r.exit_code == 0 and target.read_bytes() != b"sentinel"
 
 
-@pytest.mark.parametrize("pixel_size", [
-    0.5, 1.0,
-    pytest.param(10.0, marks=pytest.mark.xfail(strict=True, reason=(
-        "orthographic wls/bini: the lambda prior is not scaled with the pixel size, so large pixel "
-        "sizes shrink the relief (10 -> 47 instead of 168 units); see the CLI report"))),
-])
+@pytest.mark.parametrize("pixel_size", [0.5, 1.0, 10.0])
 def test_pixel_size_scales_orthographic_depth(tmp_path, pixel_size):
     depth, normals, inside = _ortho_sphere()
     io.write_array(tmp_path / "s.npy", from_internal(normals, "ps").astype(np.float32))
