@@ -1,0 +1,68 @@
+"""The WLS core: every linear solver gives the same minimiser; assembly matches a dense build."""
+
+import numpy as np
+import pytest
+
+from fnin_cli.camera import Camera
+from fnin_cli.solvers import bini_weights
+from fnin_cli.synthetic import make_scene
+from fnin_cli.wls import DIRECTIONS, NormalSystem
+
+
+def _system(seed=4, size=40, ortho=False):
+    sc = make_scene(seed, size, ortho_prob=1.0 if ortho else 0.0)
+    return NormalSystem(np.nan_to_num(sc.normals), sc.mask, Camera(sc.K)), sc
+
+
+@pytest.mark.parametrize("ortho", [False, True])
+def test_matrix_and_rhs_equal_dense_normal_equations(ortho):
+    """A^T W A + lam I and -A^T W c + lam z_R from explicitly stacked residual rows."""
+    s, _ = _system(ortho=ortho)
+    rng = np.random.default_rng(0)
+    w = {d: rng.uniform(0.1, 1.0, s.n) for d in DIRECTIONS}
+    lam, prior = 0.3, rng.normal(size=s.n)
+    rows, cons, wts = [], [], []
+    for d in DIRECTIONS:
+        for p in np.flatnonzero(s.has[d]):
+            r, c = divmod(int(np.flatnonzero(s.mask.ravel())[p]), s.shape[1])
+            dr, dc = {"u+": (0, 1), "u-": (0, -1), "v+": (1, 0), "v-": (-1, 0)}[d]
+            q = s.index[r + dr, c + dc]
+            a = s.a_u[p] if d[0] == "u" else s.a_v[p]
+            row = np.zeros(s.n)
+            sign = 1.0 if d[1] == "+" else -1.0
+            row[q] += sign * a
+            row[p] -= sign * a
+            rows.append(row)
+            cons.append(s.nx[p] if d[0] == "u" else s.ny[p])
+            wts.append(w[d][p])
+    A, c, W = np.array(rows), np.array(cons), np.diag(wts)
+    M = A.T @ W @ A + lam * np.eye(s.n)
+    b = -A.T @ W @ c + lam * prior
+    np.testing.assert_allclose(s.matrix(w, lam).toarray(), M, rtol=1e-10, atol=1e-8 * np.abs(M).max())
+    np.testing.assert_allclose(s.rhs(w, lam, prior), b, rtol=1e-10, atol=1e-8 * np.abs(b).max())
+
+
+@pytest.mark.parametrize("method", ["amg", "amg-rs", "jacobi", "torch"])
+def test_iterative_solvers_match_direct(method):
+    s, _ = _system(seed=7, size=48)
+    z0 = np.zeros(s.n)
+    w = bini_weights(s, z0 + np.random.default_rng(1).normal(0, 1e-3, s.n))
+    lam = 1e-3 * Camera(s.camera.K).focal ** 2
+    prior = np.random.default_rng(2).normal(0, 0.01, s.n)
+    ref, _ = s.solve(w, lam=lam, z_prior=prior, method="direct")
+    z, info = s.solve(w, lam=lam, z_prior=prior, method=method, rtol=1e-10, maxiter=20000)
+    assert np.max(np.abs(z - ref)) < 1e-6 * (np.ptp(ref) + 1e-12) + 1e-9
+
+
+def test_warm_start_at_prior_is_not_taken_as_converged():
+    """Regression: the CG tolerance once included lam*z_prior in ||b||, so a warm start at
+    z_prior stopped after 0 iterations far from the solution."""
+    s, _ = _system(seed=11, size=48)
+    lam = 0.1 * s.camera.focal ** 2
+    prior = np.full(s.n, 7.3)  # a log-depth offset like DiLiGenT's ln(1500)
+    b_data = s.rhs(None, lam, None)
+    assert np.linalg.norm(b_data) < 1e-2 * np.linalg.norm(b_data + lam * prior)  # the trap is set
+    ref, _ = s.solve(None, lam=lam, z_prior=prior, method="direct")
+    z, info = s.solve(None, lam=lam, z_prior=prior, x0=prior, method="jacobi", rtol=1e-2)
+    assert info.iterations > 0
+    assert np.mean(np.abs(z - ref)) < 0.1 * np.mean(np.abs(prior - ref))
