@@ -46,6 +46,9 @@ class Camera:
         if self.K is None:
             if not (np.isfinite(self.pixel_size) and self.pixel_size > 0):
                 raise FninError(f"pixel size must be a positive number, got {self.pixel_size}", source)
+            if not 1e-8 <= self.pixel_size <= 1e8:  # the solver squares 1/pixel size
+                raise FninError(f"pixel size {self.pixel_size:g} is out of range (1e-8 to 1e8); "
+                                "express it in other units", source)
             return self
         K = np.asarray(self.K, dtype=np.float64)
         if K.shape != (3, 3) or not np.all(np.isfinite(K)):
@@ -54,6 +57,9 @@ class Camera:
         fx, fy, cx, cy = K[0, 0], K[1, 1], K[0, 2], K[1, 2]
         if fx <= 0 or fy <= 0:
             raise FninError(f"focal lengths must be positive (fx={fx:g}, fy={fy:g})", source)
+        if not (1e-3 <= fx <= 1e9 and 1e-3 <= fy <= 1e9):
+            raise FninError(f"focal lengths (fx={fx:g}, fy={fy:g}) are out of range for pixels "
+                            "(1e-3 to 1e9); is K in pixel units?", source)
         if abs(K[1, 0]) > 1e-9 or abs(K[2, 0]) > 1e-9 or abs(K[2, 1]) > 1e-9 or abs(K[2, 2] - 1) > 1e-6:
             raise FninError("intrinsics must be [[fx,s,cx],[0,fy,cy],[0,0,1]]; is the matrix transposed?", source)
         if not (-w <= cx <= 2 * w and -h <= cy <= 2 * h):
