@@ -129,12 +129,18 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
     z_img, om_img = stage1(model, inp, next(model.parameters()).device, side)
     seconds["network"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    z_r = z_img[system.mask]
-    if method == "fnin":
-        weights = attention_weights(system, om_img)
-    else:
-        weights = bini_weights(system, z_r, k)
-    z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=SOLVE_RTOL)
+    z, weights = stage2(system, z_img[system.mask], om_img, method, lam, solver, k)
     seconds["solve"] = time.perf_counter() - t2
     disc = om_img[system.mask] if method == "fnin" else None
     return z, weights, disc, seconds
+
+
+def stage2(system: NormalSystem, z_r: np.ndarray, omega_img: np.ndarray | None, method: str = "fnin",
+           lam: float = 1e-3, solver: str = "amg", k: float = 2.0, rtol: float = SOLVE_RTOL):
+    """One WLS solve with the prior z_R: weights from omega (fnin) or BiNI's from z_R (fnin-s)."""
+    if method == "fnin":
+        weights = attention_weights(system, omega_img)
+    else:
+        weights = bini_weights(system, z_r, k)
+    z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol)
+    return z, weights

@@ -1,0 +1,91 @@
+"""FNIN Stage II and the end-to-end fnin / fnin-s methods."""
+
+import numpy as np
+import pytest
+
+from fnin_cli import fnin as F
+from fnin_cli.camera import Camera
+from fnin_cli.pipeline import build_input, integrate, load_input
+from fnin_cli.synthetic import make_scene
+from fnin_cli.wls import DIRECTIONS, NormalSystem
+
+SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "samples"
+
+
+def rel(z, gt):
+    zc, gc = z - z.mean(), gt - gt.mean()
+    return np.mean(np.abs(zc - gc)) / np.mean(np.abs(gc))
+
+
+def _jump_scene():
+    """A clean scene whose depth jumps the smooth integrator cannot recover."""
+    for seed in range(200):
+        sc = make_scene(seed, 64, ortho_prob=0.0, noise=False)
+        s = NormalSystem(np.nan_to_num(sc.clean_normals), sc.mask, Camera(sc.K))
+        gt = sc.unknown[sc.mask]
+        z, _ = s.solve(None, lam=1e-3, method="direct")
+        if sc.mask.sum() > 1500 and rel(z, gt) > 0.3:
+            return sc, s, gt, rel(z, gt)
+    raise AssertionError("no scene with jumps")
+
+
+def test_stage2_with_true_prior_keeps_the_jumps():
+    """fnin-s from the true depth: BiNI weights from z_R cut at the jumps and one solve
+    keeps them (the smooth integrator is > 0.3 off on the same scene)."""
+    sc, s, gt, wls_err = _jump_scene()
+    lam = 1e-3 * s.camera.focal ** 2
+    z, w = F.stage2(s, gt.copy(), None, "fnin-s", lam=lam, solver="direct")
+    assert rel(z, gt) < 0.02 < wls_err
+
+
+def test_stage2_attention_weights_with_true_discontinuity_map():
+    sc, s, gt, wls_err = _jump_scene()
+    res = s.residuals(gt)
+    disc = np.zeros(s.n, bool)
+    for d in DIRECTIONS:
+        disc |= np.abs(res[d]) > 0.5
+    omega = s.to_image(disc.astype(float), fill=0.0)
+    w = F.attention_weights(s, omega)
+    # the weight towards a discontinuity pixel is 0, elsewhere 1
+    assert set(np.unique(np.concatenate([w[d] for d in DIRECTIONS]))) <= {0.0, 1.0}
+    z, _ = F.stage2(s, gt + 0.0, omega, "fnin", lam=1e-3 * s.camera.focal ** 2, solver="direct")
+    assert rel(z, gt) < 0.05 < wls_err
+
+
+def test_attention_weights_point_at_the_neighbour():
+    mask = np.ones((3, 4), bool)
+    n = np.zeros((3, 4, 3), np.float32)
+    n[..., 2] = -1
+    s = NormalSystem(n, mask, Camera(None))
+    omega = np.zeros((3, 4))
+    omega[1, 2] = 0.8
+    w = F.attention_weights(s, omega)
+    p = s.index[1, 1]  # left of the marked pixel: its u+ difference points at it
+    assert w["u+"][p] == pytest.approx(0.2) and w["u-"][p] == 1.0
+    q = s.index[1, 3]
+    assert w["u-"][q] == pytest.approx(0.2)
+    assert w["v+"][s.index[0, 2]] == pytest.approx(0.2) and w["v-"][s.index[2, 2]] == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("method", ["fnin", "fnin-s"])
+@pytest.mark.parametrize("ortho", [False, True])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_fnin_methods_end_to_end(method, ortho, with_mask):
+    sc = make_scene(31, 96, ortho_prob=1.0 if ortho else 0.0)
+    inp = build_input(sc.normals, None, sc.mask if with_mask else None, sc.K)
+    res = integrate(inp, method=method)
+    m = inp.mask
+    assert res.depth.shape == m.shape and np.isfinite(res.depth[m]).all() and np.isnan(res.depth[~m]).all()
+    assert {"network", "solve"} <= set(res.seconds)
+    gt = sc.unknown[m]
+    # never worse than the trivial constant answer on this held-out scene
+    assert rel(res.z[m], gt) < 1.0
+
+
+def test_fnin_on_sample_and_refine():
+    inp = load_input(SAMPLES / "dome")
+    a = integrate(inp, method="fnin")
+    b = integrate(inp, method="fnin", refine=2)
+    assert b.iterations == a.iterations + 2
+    assert np.isfinite(b.depth[inp.mask]).all()
+    assert "refine" in b.seconds
