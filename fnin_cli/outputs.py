@@ -48,6 +48,11 @@ BYTES_METHOD = {"wls": 650, "bini": 700, "fnin-s": 800, "fnin": 800}
 BYTES_MESH = 150
 
 
+# the network weights shipped with the package (fnin.DEFAULT_WEIGHTS; not imported here
+# because that would import torch just to look at a path)
+BUNDLED_WEIGHTS = Path(__file__).parent / "weights" / "fnin.safetensors"
+
+
 class UsageError(FninError):
     """A problem with the command line itself (exit code 2); nothing has been computed."""
 
@@ -125,6 +130,9 @@ class Options:
             if p is not None and not Path(p).is_file():
                 what = "not found" if not Path(p).exists() else "is not a file"
                 raise UsageError(f"{opt} file {what}", p)
+        if self.method in ("fnin", "fnin-s") and self.model is None and not BUNDLED_WEIGHTS.is_file():
+            raise UsageError("the bundled FNIN weights are missing from this installation; pass --model PATH "
+                             "(a trained .safetensors) or use --method bini or wls", BUNDLED_WEIGHTS)
         return self
 
 
@@ -449,8 +457,9 @@ def _warm_up() -> None:
         pass
 
 
-def limit_blas_threads(n: int) -> None:
-    """Set the thread count of every BLAS already loaded (numpy's and scipy's OpenBLAS).
+def limit_blas_threads(n: int):
+    """Set the thread count of every BLAS already loaded (numpy's and scipy's OpenBLAS);
+    returns a callable that restores the previous counts.
 
     The environment variables only work before numpy is imported (the CLI sets them);
     this covers API use. Multi-threaded BLAS on a loaded 2-vCPU machine can be orders of
@@ -460,9 +469,9 @@ def limit_blas_threads(n: int) -> None:
     try:
         from threadpoolctl import threadpool_limits
 
-        threadpool_limits(limits=int(n), user_api="blas")
+        return threadpool_limits(limits=int(n), user_api="blas").restore_original_limits
     except Exception:  # threadpoolctl missing or a BLAS it cannot drive: keep going
-        pass
+        return lambda: None
 
 
 def quiet_library_loggers() -> None:
@@ -474,24 +483,38 @@ def quiet_library_loggers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def init_worker(options: Options, in_pool: bool = False) -> None:
+def init_worker(options: Options, in_pool: bool = False):
     """Per-process setup: fixed thread counts (results do not depend on --jobs) and the
     FNIN network loaded once. Safe when the network or its weights are unavailable:
-    the error then surfaces per input, with its file name."""
+    the error then surfaces per input, with its file name. Returns a callable that
+    restores the thread settings (for in-process use through the API)."""
     _STATE["in_pool"] = in_pool
+    _STATE["interrupted"] = False
     if in_pool:
         signal.signal(signal.SIGINT, _sigint)
-    limit_blas_threads(options.threads)
+    restore_blas = limit_blas_threads(options.threads)
     quiet_library_loggers()
     _warm_up()
+    torch_threads = None
     if options.method in ("fnin", "fnin-s"):
         try:
             import torch
 
+            torch_threads = torch.get_num_threads()
             torch.set_num_threads(options.threads)
         except Exception:
             pass
         _STATE["model"] = load_model_safely(options)
+
+    def restore():
+        restore_blas()
+        if torch_threads is not None:
+            import torch
+
+            torch.set_num_threads(torch_threads)
+        _STATE["model"] = None
+
+    return restore
 
 
 def load_model_safely(options: Options):
@@ -788,12 +811,14 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
             deliver(i, process(j, options))
     workers = max(1, min(int(workers), len(todo))) if todo else 1
     if workers == 1:
-        if todo:
-            init_worker(options, in_pool=False)
-        for i in todo:
-            if on_start is not None:
-                on_start(i)
-            deliver(i, process(jobs[i], options))
+        restore = init_worker(options, in_pool=False) if todo else (lambda: None)
+        try:
+            for i in todo:
+                if on_start is not None:
+                    on_start(i)
+                deliver(i, process(jobs[i], options))
+        finally:
+            restore()
         return records
 
     import concurrent.futures as cf

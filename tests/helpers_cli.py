@@ -78,3 +78,21 @@ def assert_no_escape(result):
     exc = result.exception
     assert exc is None or isinstance(exc, SystemExit), f"escaped: {exc!r}\n{result.stderr}"
     assert "Traceback" not in result.stderr
+
+
+def write_random_model(path) -> Path:
+    """An untrained FNIN network saved like `fnin train` does (seeded): tests the
+    plumbing of --method fnin without depending on the bundled weights."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    from fnin_cli.network import FNINet, NetConfig
+
+    torch.manual_seed(0)
+    cfg = NetConfig()
+    model = FNINet(cfg)
+    save_file({k: v.detach().contiguous().float() for k, v in model.state_dict().items()}, str(path),
+              metadata={"net": json.dumps(cfg.to_dict())})
+    return Path(path)

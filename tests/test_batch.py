@@ -14,7 +14,7 @@ import pytest
 
 from fnin_cli import io
 from fnin_cli.conventions import from_internal
-from helpers_cli import PERSP_SEEDS, invoke, run_fnin, scene, write_case, write_folder
+from helpers_cli import PERSP_SEEDS, invoke, run_fnin, scene, write_case, write_folder, write_random_model
 
 EXTRA = ["--depth", ".npy", "--weights", ".exr", "--method", "wls"]
 
@@ -101,6 +101,27 @@ def test_jobs_2_is_not_slower_than_a_crawl(batch):
     # 20 tiny inputs: worker start-up dominates; guard against pathological slowness only
     _, _, _, _, runs = batch
     assert runs[1][2] < 60 and runs[2][2] < 60
+
+
+def test_fnin_workers_load_the_model_and_match_single_runs(tmp_path):
+    model = write_random_model(tmp_path / "net.safetensors")
+    inputs = [write_folder(tmp_path / "in" / f"obj{i}", seed=s) for i, s in enumerate(PERSP_SEEDS[:4])]
+    common = ["--model", model, "--depth", ".npy", "--weights", ".npy", "--device", "cpu"]
+    single, pool = tmp_path / "single", tmp_path / "pool"
+    single.mkdir()
+    pool.mkdir()
+    for p in inputs:
+        r = invoke(["integrate", p, "--out-dir", single, *common])
+        assert r.exit_code == 0, r.stderr
+    proc = run_fnin(["integrate", *inputs, "--out-dir", pool, "--jobs", 2, "--json", *common], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    recs = [json.loads(x) for x in proc.stdout.splitlines()]
+    # the network was loaded by the worker initializer, not per input
+    assert all(r["seconds"]["load_model"] < 0.05 for r in recs), [r["seconds"] for r in recs]
+    names = sorted(os.listdir(single))
+    assert len(names) == 12 and sorted(os.listdir(pool)) == names
+    for n in names:
+        assert (pool / n).read_bytes() == (single / n).read_bytes(), n
 
 
 def _interrupt(tmp_path, jobs):

@@ -11,7 +11,7 @@ import trimesh
 from fnin_cli import io
 from fnin_cli.conventions import from_internal
 from fnin_cli.pipeline import integrate, load_input
-from helpers_cli import invoke, run_fnin, write_case, write_folder
+from helpers_cli import invoke, run_fnin, write_case, write_folder, write_random_model
 
 JSON_KEYS = {"input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels", "seconds",
              "scale_note", "warnings", "peak_rss_mb"}
@@ -103,7 +103,8 @@ def test_exit_codes_of_the_real_command(tmp_path):
     ok = run_fnin(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "wls",
                    "-o", tmp_path / "a.npy"])
     assert ok.returncode == 0, ok.stderr
-    usage = run_fnin(["integrate", c["normals"], c["normals"].with_name("x.png"), "-o", tmp_path / "b.ply"])
+    usage = run_fnin(["integrate", c["normals"], c["normals"].with_name("x.png"), "-o", tmp_path / "b.ply",
+                      "--method", "wls"])
     assert usage.returncode == 2
     assert usage.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "--out-dir" in usage.stderr
@@ -261,3 +262,36 @@ def test_help_documents_exit_codes_and_outputs():
     assert r.exit_code == 0
     for word in ("--out-dir", "--json", "--jobs", "Exit codes", "--depth-at", "--preview"):
         assert word in r.stdout
+
+
+def test_fnin_method_with_a_model_file(tmp_path):
+    model = write_random_model(tmp_path / "net.safetensors")
+    c = write_case(tmp_path, seed=30)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--model", model, "--out-dir", out,
+            "--depth", ".npy", "--weights", ".npy", "--json", "--device", "cpu"]
+    r = invoke(args)  # --method fnin is the default
+    assert r.exit_code == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["method"] == "fnin" and rec["status"] == "ok"
+    assert {"network", "solve"} <= set(rec["seconds"])
+    w = np.load(out / "n_weights.npy")
+    assert np.nanmin(w) >= 0 and np.nanmax(w) <= 1 and np.isfinite(w).sum() == rec["pixels"]
+    first = [(out / f).read_bytes() for f in ("n.ply", "n_depth.npy", "n_weights.npy")]
+    r = invoke(args + ["--force"])
+    assert r.exit_code == 0
+    assert [(out / f).read_bytes() for f in ("n.ply", "n_depth.npy", "n_weights.npy")] == first
+
+
+def test_missing_bundled_weights_is_a_usage_error(tmp_path, monkeypatch):
+    from fnin_cli import fnin, outputs
+
+    assert outputs.BUNDLED_WEIGHTS == fnin.DEFAULT_WEIGHTS  # the copy of the path cannot drift
+    monkeypatch.setattr(outputs, "BUNDLED_WEIGHTS", tmp_path / "absent.safetensors")
+    c = write_case(tmp_path, seed=2)
+    r = invoke(["integrate", c["normals"], "-o", tmp_path / "m.ply"])
+    assert r.exit_code == 2
+    assert r.stderr.strip().startswith(f"error: {tmp_path / 'absent.safetensors'}: ")
+    assert "--model" in r.stderr and "--method bini" in r.stderr
+    assert not (tmp_path / "m.ply").exists()
