@@ -104,8 +104,16 @@ def integrate_cmd(
         ).check()
     except UsageError as exc:
         _die(str(exc))
-    code = _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing,
-                          json_out, jobs, quiet)
+    try:
+        code = _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing,
+                              json_out, jobs, quiet)
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a bug outside the per-input guard: still one line unless --debug
+        if debug:
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        _die(f"internal error ({type(exc).__name__}: {first}); run with --debug for the traceback", 1)
     raise typer.Exit(code)
 
 

@@ -500,3 +500,19 @@ def test_real_process_prints_one_line_per_bad_file(tmp_path):
     assert [ln.split(": ")[1] for ln in lines] == [str(tmp_path / n) for n in bad], r.stderr
     assert all(ln.startswith("error: ") and "corrupt" in ln for ln in lines)
     assert os.listdir(out) == []
+
+
+def test_bug_outside_the_per_input_guard_is_one_line(tmp_path, monkeypatch):
+    from fnin_cli import outputs
+
+    def broken(*a, **k):
+        raise RuntimeError("planner exploded\nsecond line")
+
+    monkeypatch.setattr(outputs, "plan_jobs", broken)
+    r = invoke(["integrate", _good(tmp_path), "-o", tmp_path / "m.ply", "--method", "wls"])
+    assert_no_escape(r)
+    assert r.exit_code == 1
+    assert r.stderr.strip() == ("error: internal error (RuntimeError: planner exploded); "
+                                "run with --debug for the traceback")
+    r = invoke(["integrate", _good(tmp_path), "-o", tmp_path / "m.ply", "--method", "wls", "--debug"])
+    assert isinstance(r.exception, RuntimeError)
