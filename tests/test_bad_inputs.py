@@ -516,3 +516,21 @@ def test_bug_outside_the_per_input_guard_is_one_line(tmp_path, monkeypatch):
                                 "run with --debug for the traceback")
     r = invoke(["integrate", _good(tmp_path), "-o", tmp_path / "m.ply", "--method", "wls", "--debug"])
     assert isinstance(r.exception, RuntimeError)
+
+
+def test_unavailable_device_is_a_usage_error(tmp_path):
+    import torch
+
+    from helpers_cli import write_random_model
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    model = write_random_model(tmp_path / "net.safetensors")
+    r = invoke(["integrate", _good(tmp_path), "-o", tmp_path / "m.ply", "--model", model, "--device", "cuda"])
+    assert_no_escape(r)
+    assert r.exit_code == 2
+    assert r.stderr.strip().startswith("error: --device cuda: no CUDA") and "--device cpu" in r.stderr
+    assert not (tmp_path / "m.ply").exists()
+    # the classic methods do not use the device at all
+    r = invoke(["integrate", _good(tmp_path), "-o", tmp_path / "m.ply", "--method", "wls", "--device", "cuda"])
+    assert r.exit_code == 0, r.stderr
