@@ -293,7 +293,8 @@ def plan_jobs(
             if value is None:
                 continue
             if kind in outs:
-                raise UsageError("-o already writes the depth map; drop --depth or give -o a mesh suffix (.ply)")
+                raise UsageError("the main output (-o / --format) is already the depth map; drop --depth "
+                                 "or make the main output a mesh (.ply)")
             outs[kind] = _template(value, name, kind, base_dir)
         jobs.append(Job(inp, name, outs))
 

@@ -386,7 +386,8 @@ def test_output_over_an_input_is_refused_even_with_force(tmp_path):
     (["--depth", "d.ply"], ["--depth needs"]),
     (["--out-dir", ".", "-o", "x.ply"], ["-o and --out-dir"]),
     (["--out-dir", ".", "--format", "stl"], ["unknown --format"]),
-    (["-o", "x.npy", "--depth", "y.npy"], ["-o already writes the depth"]),
+    (["-o", "x.npy", "--depth", "y.npy"], ["is already the depth map"]),
+    (["--out-dir", ".", "--format", "exr", "--depth", ".npy"], ["is already the depth map"]),
     (["-o", "x.ply", "--depth", "x.ply"], ["--depth needs"]),
     (["-o", "x.npy", "--weights", "x.npy"], ["two outputs of the same input"]),
 ])
