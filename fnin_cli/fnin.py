@@ -129,9 +129,12 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
     z_img, om_img = stage1(model, inp, next(model.parameters()).device, side)
     seconds["network"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    z, weights = stage2(system, z_img[system.mask], om_img, method, lam, solver, k)
-    seconds["solve"] = time.perf_counter() - t2
-    disc = om_img[system.mask] if method == "fnin" else None
+    if method == "fnin-stage1":
+        z, weights = z_img[system.mask], attention_weights(system, om_img)
+    else:
+        z, weights = stage2(system, z_img[system.mask], om_img, method, lam, solver, k)
+        seconds["solve"] = time.perf_counter() - t2
+    disc = om_img[system.mask] if method != "fnin-s" else None
     return z, weights, disc, seconds
 
 

@@ -22,7 +22,8 @@ from .errors import FninError
 from .solvers import bini_weights, integrate_bini, integrate_wls
 from .wls import DIRECTIONS, NormalSystem
 
-METHODS = ("fnin", "fnin-s", "bini", "wls")
+METHODS = ("fnin", "fnin-s", "bini", "wls", "fnin-stage1")
+NETWORK_METHODS = ("fnin", "fnin-s", "fnin-stage1")  # the ones that need the FNIN weights
 FOLDER_NORMALS = ("normal_map.png", "normal_map.exr", "normal_map.npy", "normal_map.tiff", "normal_map.tif",
                   "normal.png", "normal.exr", "normal.npy")
 FOLDER_MASKS = ("mask.png", "mask.npy", "mask.exr")
@@ -171,8 +172,12 @@ def integrate(
     bini_k: float = 2.0,
     lam: float = LAMBDA,
     progress=None,
+    network_side: int | None = None,
 ) -> Result:
     """Integrate ``inp`` with ``method`` (fnin, fnin-s, bini, wls), then ``refine`` BiNI rounds.
+
+    ``fnin-stage1`` is the network alone (no Stage II solve): a fast preview, and the
+    "Stage I only" row of the ablation.
 
     Perspective depth is known up to scale: by default it is scaled to a masked mean of
     1 (or ``mean_depth``); ``depth_at=(row, col, depth)`` pins one pixel instead.
@@ -204,8 +209,11 @@ def integrate(
     else:
         from .fnin import run_fnin
 
+        from .fnin import NETWORK_SIDE
+
         z, weights, discontinuity, st = run_fnin(system, inp, method=method, model=model, device=device,
-                                                 lam=lam_sys, solver=solver, k=bini_k)
+                                                 lam=lam_sys, solver=solver, k=bini_k,
+                                                 side=network_side or NETWORK_SIDE)
         seconds.update(st)
     if refine:
         t1 = time.perf_counter()
