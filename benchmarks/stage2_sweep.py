@@ -32,7 +32,7 @@ def main():
     ap.add_argument("--state", default=None, help="state dict (.pt) or safetensors; default bundled")
     ap.add_argument("--scenes", type=int, default=12)
     ap.add_argument("--res", type=int, default=256)
-    ap.add_argument("--lams", default="0,1e-6,1e-5,1e-4,1e-3,1e-2")
+    ap.add_argument("--lams", default="1,1e3,1e6,1e9", help="multiples of the default lambda")
     ap.add_argument("--side", type=int, default=F.NETWORK_SIDE)
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
@@ -58,10 +58,12 @@ def main():
         row["wls"] = rel_error(zw, gt)
         t = time.perf_counter()
         row["bini"] = rel_error(integrate_bini(sys_).z, gt)
-        f2 = inp.camera.focal ** 2
+        from fnin_cli.pipeline import classic_lambda
+
+        lam0 = classic_lambda(inp.camera, inp.shape)
         for lam in lams:
             for name, w in (("fnin", F.attention_weights(sys_, om)), ("fnin-s", bini_weights(sys_, zr))):
-                z, _ = sys_.solve(w, lam=max(lam * f2, 1e-3), z_prior=zr, x0=zr, method="amg", rtol=1e-6)
+                z, _ = sys_.solve(w, lam=lam * lam0, z_prior=zr, x0=zr, method="amg", rtol=1e-6)
                 row[f"{name}@{lam:g}"] = rel_error(z, gt)
         rows.append(row)
         print(i, {k: round(v, 4) for k, v in row.items()}, flush=True)

@@ -27,7 +27,7 @@ NETWORK_METHODS = ("fnin", "fnin-s", "fnin-stage1")  # the ones that need the FN
 FOLDER_NORMALS = ("normal_map.png", "normal_map.exr", "normal_map.npy", "normal_map.tiff", "normal_map.tif",
                   "normal.png", "normal.exr", "normal.npy")
 FOLDER_MASKS = ("mask.png", "mask.npy", "mask.exr")
-LAMBDA = 1e-3  # prior weight of the Stage II WLS, in pixel-normalised units (see integrate)
+LAMBDA = 1e-3  # SPEC's prior weight lambda (see classic_lambda for its units)
 
 
 @dataclass
@@ -189,20 +189,19 @@ def integrate(
     t0 = time.perf_counter()
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
     seconds["setup"] = time.perf_counter() - t0
-    # wls/bini: lam only makes the system definite (SPEC lambda=1e-3 in normal units,
-    # negligible next to the data term). fnin Stage II: lam weighs the prior z_R and is
-    # given in pixel-normalised units (data rows divided by the focal length), so it is
-    # scaled by f^2 into the system's normal units.
-    lam_sys = lam * inp.camera.focal ** 2
-    lam_classic = classic_lambda(inp.camera, inp.shape)
+    # lam (SPEC / paper units, default 1e-3) in the system's normal units: negligible next
+    # to the data term, so the prior only settles what the data leaves free (offsets
+    # across cut discontinuities). Stronger priors were worse on the synthetic validation
+    # scenes (benchmarks/stage2_sweep.py).
+    lam_sys = classic_lambda(inp.camera, inp.shape) * (lam / LAMBDA)
     discontinuity = None
     iterations = 1
     if method == "wls":
-        r = integrate_wls(system, lam=lam_classic, solver=solver)
+        r = integrate_wls(system, lam=lam_sys, solver=solver)
         z, weights = r.z, None
         seconds["solve"] = r.seconds["solve"]
     elif method == "bini":
-        r = integrate_bini(system, k=bini_k, lam=lam_classic,
+        r = integrate_bini(system, k=bini_k, lam=lam_sys,
                            callback=(lambda i, e: progress(i)) if progress else None)
         z, weights, iterations = r.z, r.weights, r.iterations
         seconds["solve"] = r.seconds["solve"]
@@ -217,7 +216,7 @@ def integrate(
         seconds.update(st)
     if refine:
         t1 = time.perf_counter()
-        r = integrate_bini(system, k=bini_k, z0=z, lam=lam_classic, max_iter=refine, tol=0.0)
+        r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, max_iter=refine, tol=0.0)
         z, weights = r.z, r.weights
         seconds["refine"] = time.perf_counter() - t1
         iterations += r.iterations
