@@ -11,15 +11,15 @@ loading, no writing). Every method first runs once on a small built-in scene tha
 timed (imports, first-call overheads). Cases are the outer loop and methods the inner one,
 so drift (thermal, background load) hits all methods alike. One fixed thread count is used
 for every method: torch's intra-op threads and the BLAS thread pools (set at run time
-through the loaded OpenBLAS libraries, and through the environment for subprocesses).
+through threadpoolctl, and the environment for subprocesses; ``fnin_cli.resources``).
 
 Memory: ``peak_rss_mb`` is the process's peak resident memory while the method ran. The
 kernel's high-water mark (VmHWM) is reset just before the method (``/proc/self/clear_refs``)
 after freed memory was returned to the OS (``gc`` + ``malloc_trim``); where that reset is
 not allowed, a thread samples the RSS every 5 ms instead (``machine.memory_method`` says
-which). ``--isolate`` runs each case/method in a fresh subprocess, so nothing a previous
-method allocated or cached can hide in the number. On CUDA ``peak_device_mb`` is
-``torch.cuda.max_memory_allocated`` of the run.
+which; :class:`fnin_cli.resources.PeakMemory`). ``--isolate`` runs each case/method in a
+fresh subprocess, so nothing a previous method allocated or cached can hide in the number.
+On CUDA ``peak_device_mb`` is ``torch.cuda.max_memory_allocated`` of the run.
 
 Python API::
 
@@ -30,16 +30,13 @@ Python API::
 
 from __future__ import annotations
 
-import ctypes
 import datetime
-import gc
 import json
 import os
 import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -47,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import FninError
+from .resources import THREAD_ENV, PeakMemory, cuda_synchronize, limit_threads
 
 DILIGENT_OBJECTS = ("bear", "buddha", "cat", "cow", "goblet", "harvest", "pot1", "pot2", "reading")
 DILIGENT_SOURCE = ("the data/Fig7_diligent folder of "
@@ -222,138 +220,6 @@ def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps
     return str(root), cases
 
 
-# ------------------------------------------------------------------ threads and memory
-
-def _openblas_libs():
-    libs = []
-    try:
-        with open("/proc/self/maps") as fh:
-            paths = {line.split()[-1] for line in fh if "openblas" in line.lower() and ".so" in line}
-    except OSError:
-        return libs
-    for p in sorted(paths):
-        try:
-            libs.append(ctypes.CDLL(p))
-        except OSError:
-            pass
-    return libs
-
-
-_BLAS_NAMES = (("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
-               ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
-               ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
-               ("openblas_set_num_threads", "openblas_get_num_threads"))
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def set_threads(n: int) -> dict:
-    """Use ``n`` threads in torch (if loaded) and every loaded OpenBLAS; env for later loads.
-
-    Returns what was there before, for :func:`restore_threads`.
-    """
-    before = {"env": {v: os.environ.get(v) for v in THREAD_ENV}, "blas": [], "torch": None}
-    for var in THREAD_ENV:
-        os.environ[var] = str(n)
-    for lib in _openblas_libs():
-        for set_name, get_name in _BLAS_NAMES:
-            fn = getattr(lib, set_name, None)
-            if fn is not None:
-                get = getattr(lib, get_name, None)
-                if get is not None:
-                    before["blas"].append((fn, int(get())))
-                fn(ctypes.c_int(n))
-                break
-    if "torch" in sys.modules:
-        before["torch"] = sys.modules["torch"].get_num_threads()
-        sys.modules["torch"].set_num_threads(n)
-    return before
-
-
-def restore_threads(before: dict) -> None:
-    for var, val in before["env"].items():
-        if val is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = val
-    for fn, count in before["blas"]:
-        fn(ctypes.c_int(count))
-    if before["torch"] is not None:
-        sys.modules["torch"].set_num_threads(before["torch"])
-
-
-def _rss_kb(field: str = "VmRSS") -> int | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _release_memory():
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-class PeakMemory:
-    """Peak RSS over a ``with`` block: kernel high-water mark reset, else 5 ms sampling."""
-
-    method = None
-
-    def __enter__(self):
-        _release_memory()
-        self.base = _rss_kb() or 0
-        self._thread = None
-        if PeakMemory.method in (None, "vmhwm"):
-            try:
-                with open("/proc/self/clear_refs", "w") as fh:
-                    fh.write("5")
-                PeakMemory.method = "vmhwm"
-            except OSError:
-                PeakMemory.method = "sampling"
-        if PeakMemory.method == "sampling":
-            self._peak = self.base
-            self._stop = threading.Event()
-            self._thread = threading.Thread(target=self._sample, daemon=True)
-            self._thread.start()
-        self._cuda = _cuda_reset()
-        return self
-
-    def _sample(self):
-        while not self._stop.wait(0.005):
-            self._peak = max(self._peak, _rss_kb() or 0)
-
-    def __exit__(self, *exc):
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self.peak = max(self._peak, _rss_kb() or 0)
-        else:
-            self.peak = _rss_kb("VmHWM") or 0
-        self.device_peak = _cuda_peak() if self._cuda else None
-        return False
-
-
-def _cuda_reset() -> bool:
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available():
-        return False
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    return True
-
-
-def _cuda_peak():
-    torch = sys.modules["torch"]
-    torch.cuda.synchronize()
-    return torch.cuda.max_memory_allocated() / 2**20
-
-
 # ------------------------------------------------------------------ machine
 
 def _version(dist: str) -> str | None:
@@ -439,8 +305,7 @@ def run_one(case: Case, method: str, refine: int = 0, device: str = "auto", out_
     with PeakMemory() as mem:
         t1 = time.perf_counter()
         res = integrate(inp, method, refine=refine, device=device)
-        if mem._cuda:
-            sys.modules["torch"].cuda.synchronize()
+        cuda_synchronize()
         seconds = time.perf_counter() - t1
     err = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)
     # the same keys for every method: 0 where a method has no such stage or nothing is written
@@ -450,7 +315,7 @@ def run_one(case: Case, method: str, refine: int = 0, device: str = "auto", out_
         "status": "ok",
         "made_mm": err["made"], "median_mm": err["median"], "p95_mm": err["p95"], "rmse_mm": err["rmse"],
         "seconds": seconds, "stages": stages,
-        "peak_rss_mb": mem.peak / 1024, "rss_before_mb": mem.base / 1024,
+        "peak_rss_mb": (mem.peak or 0) / 1024, "rss_before_mb": mem.base / 1024,
         "pixels": res.pixels, "eval_pixels": err["pixels"], "missing_pixels": err["missing"],
         "iterations": res.iterations,
         "perspective": bool(inp.camera.perspective),
@@ -471,15 +336,12 @@ def run_one(case: Case, method: str, refine: int = 0, device: str = "auto", out_
 def _child_main():
     """Entry of an ``--isolate`` subprocess: one JSON job on stdin, one record on stdout."""
     job = json.loads(sys.stdin.read())
-    set_threads(job["threads"])
-    if job["method"].startswith("fnin"):
-        import torch
-
-        torch.set_num_threads(job["threads"])
+    # a child of its own: nothing to restore
+    threads = limit_threads(job["threads"], torch=True if job["method"].startswith("fnin") else None)
     try:
         if job["warmup"]:
             _warm_up(job["method"], job["device"], job["refine"])
-            set_threads(job["threads"])
+            threads.apply()  # libraries the warm-up loaded
         rec = run_one(Case(**job["case"]), job["method"], job["refine"], job["device"],
                       job["out_dir"], job["mesh"])
     except FninError as exc:
@@ -491,7 +353,7 @@ def _child_main():
 
 def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup) -> dict:
     env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in THREAD_ENV:
         env[var] = str(threads)
     job = {"case": asdict(case), "method": method, "threads": threads, "refine": refine, "device": device,
            "out_dir": None if out_dir is None else str(out_dir), "mesh": mesh, "warmup": warmup}
@@ -536,7 +398,7 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
 
     if any(m.startswith("fnin") for m in methods) and not isolate:
         import torch  # noqa: F401
-    threads_before = set_threads(threads)
+    thread_limit = limit_threads(threads)
     total = len(cases) * len(methods)
     report = {
         "dataset": dataset or ("synthetic" if all(c.kind == "synthetic" for c in cases) else "custom"),
@@ -565,12 +427,8 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
                     _warm_up(m, device, refine)
                 except Exception:  # the timed run will report the failure properly
                     pass
-            # libraries loaded during the warm-up (scipy's BLAS, torch) get the same count;
-            # restoring runs in list order, so these come first and the originals win
-            more = set_threads(threads)
-            threads_before["blas"] = more["blas"] + threads_before["blas"]
-            if threads_before["torch"] is None:
-                threads_before["torch"] = more["torch"]
+            # libraries loaded during the warm-up (scipy's BLAS, torch) get the same count
+            thread_limit.apply()
     try:
         done = 0
         for case in cases:
@@ -592,7 +450,7 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
         if progress is not None:
             progress(done, total, None, None)
     finally:
-        restore_threads(threads_before)
+        thread_limit.restore()
     report["machine"]["memory_method"] = (
         "per-subprocess " if isolate else "") + (PeakMemory.method or "vmhwm")
     for m in methods:

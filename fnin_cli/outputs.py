@@ -32,6 +32,7 @@ import numpy as np
 from . import io
 from .errors import FninError
 from .pipeline import FOLDER_NORMALS, METHODS, find_in_folder
+from .resources import PeakMemory, available_memory, limit_threads
 
 MAIN_SUFFIXES = io.MESH_SUFFIXES + io.DEPTH_SUFFIXES
 # file names that say nothing about the object: name the output after the folder instead
@@ -346,21 +347,6 @@ def _input_files(inp: str) -> list[Path]:
 
 # ------------------------------------------------------------------ memory
 
-def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (MemAvailable), or None if unknown."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def estimate_bytes(shape, method: str, mesh: bool = True, pixels: int | None = None) -> int:
     """Peak memory estimate for integrating a map of ``shape`` (all pixels masked if unknown)."""
     h, w = int(shape[0]), int(shape[1])
@@ -458,23 +444,6 @@ def _warm_up() -> None:
         pass
 
 
-def limit_blas_threads(n: int):
-    """Set the thread count of every BLAS already loaded (numpy's and scipy's OpenBLAS);
-    returns a callable that restores the previous counts.
-
-    The environment variables only work before numpy is imported (the CLI sets them);
-    this covers API use. Multi-threaded BLAS on a loaded 2-vCPU machine can be orders of
-    magnitude slower (measured: 4 s for pyamg's coarse-grid pseudo-inverse of a 48x48
-    map instead of milliseconds), and a fixed count keeps results independent of --jobs.
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-
-        return threadpool_limits(limits=int(n), user_api="blas").restore_original_limits
-    except Exception:  # threadpoolctl missing or a BLAS it cannot drive: keep going
-        return lambda: None
-
-
 def quiet_library_loggers() -> None:
     """Readers report through FninError; keep libraries' own log lines (tifffile warns
     twice about every corrupt TIFF) off stderr so each failure stays one line."""
@@ -488,31 +457,25 @@ def init_worker(options: Options, in_pool: bool = False):
     """Per-process setup: fixed thread counts (results do not depend on --jobs) and the
     FNIN network loaded once. Safe when the network or its weights are unavailable:
     the error then surfaces per input, with its file name. Returns a callable that
-    restores the thread settings (for in-process use through the API)."""
+    restores the thread settings (for in-process use through the API).
+
+    The counts are set at run time (fnin_cli.resources, which says why a fixed, small
+    count matters): the environment variables only work before numpy is imported (the
+    CLI sets them), this covers API use and the BLAS libraries loaded since."""
     _STATE["in_pool"] = in_pool
     _STATE["interrupted"] = False
     if in_pool:
         signal.signal(signal.SIGINT, _sigint)
-    restore_blas = limit_blas_threads(options.threads)
+    fnin = options.method in ("fnin", "fnin-s")
+    threads = limit_threads(options.threads, torch=fnin, env=False)
     quiet_library_loggers()
     _warm_up()
-    torch_threads = None
-    if options.method in ("fnin", "fnin-s"):
-        try:
-            import torch
-
-            torch_threads = torch.get_num_threads()
-            torch.set_num_threads(options.threads)
-        except Exception:
-            pass
+    threads.apply()  # also the BLAS of scipy/pyamg, loaded by the warm-up
+    if fnin:
         _STATE["model"] = load_model_safely(options)
 
     def restore():
-        restore_blas()
-        if torch_threads is not None:
-            import torch
-
-            torch.set_num_threads(torch_threads)
+        threads.restore()
         _STATE["model"] = None
 
     return restore
@@ -525,31 +488,6 @@ def load_model_safely(options: Options):
         return None
     try:
         return load_model(options.model, device=options.device)
-    except Exception:
-        return None
-
-
-def _reset_peak_rss() -> bool:
-    try:  # Linux >= 4.0: writing 5 resets VmHWM, so the peak is per input
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def peak_rss_mb() -> float | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-
-        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     except Exception:
         return None
 
@@ -575,7 +513,9 @@ def process(job: Job, options: Options, workers: int = 1) -> dict:
     if _STATE["interrupted"]:  # Ctrl-C reached this worker: start nothing new
         rec.update(status="interrupted", error=f"{job.input}: interrupted")
         return rec
-    _reset_peak_rss()
+    # peak memory per input: the kernel's high-water mark is reset here (no gc first, which
+    # takes ~0.1 s with torch loaded)
+    memory = PeakMemory(release=False).start()
     before = {k: _file_id(p) for k, p in job.outputs.items()}
     _STATE["busy"] = True
     t0 = time.perf_counter()
@@ -613,7 +553,8 @@ def process(job: Job, options: Options, workers: int = 1) -> dict:
     finally:
         _STATE["busy"] = False
         rec["seconds"]["total"] = round(time.perf_counter() - t0, 4)
-        rec["peak_rss_mb"] = peak_rss_mb()
+        memory.stop()
+        rec["peak_rss_mb"] = None if memory.peak_mb is None else round(memory.peak_mb, 1)
     return rec
 
 
@@ -826,54 +767,54 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
     import multiprocessing as mp
     from collections import deque
 
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(var, str(options.threads))
-
     def new_pool():
         # spawn: fresh interpreters, no inherited thread pools (fork after torch/OpenMP can hang)
         return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
                                       initializer=init_worker, initargs=(options, True))
 
-    pool = new_pool()
-    queue = deque(todo)
-    pending = {}  # at most `workers` submitted at a time, so Ctrl-C has nothing queued to drain
-    try:
-        while queue or pending:
-            while queue and len(pending) < workers:
-                i = queue.popleft()
-                pending[pool.submit(process, jobs[i], options, workers)] = i
-            done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            broken = False
-            for fut in sorted(done, key=pending.get):
-                i = pending.pop(fut)
-                try:
-                    rec = fut.result()
-                except Exception as exc:  # the worker died (killed, out of memory): report, go on
-                    broken |= isinstance(exc, cf.process.BrokenProcessPool)
-                    rec = new_record(jobs[i], options)
-                    rec["error"] = (f"{jobs[i].input}: the worker process died ({type(exc).__name__}); "
-                                    "out of memory? try fewer --jobs")
-                deliver(i, rec)
-            if broken:
-                pool.shutdown(wait=False, cancel_futures=True)
-                pool = new_pool()
-    except KeyboardInterrupt:
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            try:  # workers in our process group got the signal too; harmless if twice
-                os.kill(proc.pid, signal.SIGINT)
-            except (OSError, AttributeError):
-                pass
-        pool.shutdown(wait=True, cancel_futures=True)
-        # report what finished (complete files) or stopped, in input order, skipping the
-        # gaps of inputs never started
-        for fut, i in pending.items():
-            if records[i] is None and fut.done() and not fut.cancelled() and fut.exception() is None:
-                records[i] = fut.result()
-        for i in range(next_out[0], len(jobs)):
-            if records[i] is not None and on_record is not None:
-                on_record(i, records[i])
-        raise
-    pool.shutdown(wait=True)
+    # the workers' environment (BLAS and torch counts are set again in init_worker);
+    # restored when the pool is gone
+    with limit_threads(options.threads, torch=False, blas=False):
+        pool = new_pool()
+        queue = deque(todo)
+        pending = {}  # at most `workers` submitted at a time, so Ctrl-C has nothing queued to drain
+        try:
+            while queue or pending:
+                while queue and len(pending) < workers:
+                    i = queue.popleft()
+                    pending[pool.submit(process, jobs[i], options, workers)] = i
+                done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                broken = False
+                for fut in sorted(done, key=pending.get):
+                    i = pending.pop(fut)
+                    try:
+                        rec = fut.result()
+                    except Exception as exc:  # the worker died (killed, out of memory): report, go on
+                        broken |= isinstance(exc, cf.process.BrokenProcessPool)
+                        rec = new_record(jobs[i], options)
+                        rec["error"] = (f"{jobs[i].input}: the worker process died ({type(exc).__name__}); "
+                                        "out of memory? try fewer --jobs")
+                    deliver(i, rec)
+                if broken:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    pool = new_pool()
+        except KeyboardInterrupt:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                try:  # workers in our process group got the signal too; harmless if twice
+                    os.kill(proc.pid, signal.SIGINT)
+                except (OSError, AttributeError):
+                    pass
+            pool.shutdown(wait=True, cancel_futures=True)
+            # report what finished (complete files) or stopped, in input order, skipping the
+            # gaps of inputs never started
+            for fut, i in pending.items():
+                if records[i] is None and fut.done() and not fut.cancelled() and fut.exception() is None:
+                    records[i] = fut.result()
+            for i in range(next_out[0], len(jobs)):
+                if records[i] is not None and on_record is not None:
+                    on_record(i, records[i])
+            raise
+        pool.shutdown(wait=True)
     return records
 
 

@@ -213,9 +213,9 @@ def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm
     BLAS is held to one thread meanwhile: on two loaded vCPUs a threaded BLAS made the
     AMG setup 10-30x slower here (0.18 s -> 1.2-9 s for one DiLiGenT object).
     """
-    from threadpoolctl import threadpool_limits
+    from .resources import limit_threads
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with limit_threads(1, torch=False, env=False):
         return _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm)
 
 

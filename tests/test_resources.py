@@ -1,0 +1,84 @@
+"""fnin_cli.resources: thread limits are applied and restored; peak memory is seen."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+import scipy.linalg  # noqa: F401  (a second BLAS, scipy's own OpenBLAS)
+import torch
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from fnin_cli.resources import THREAD_ENV, PeakMemory, available_memory, limit_threads
+
+
+def blas_threads():
+    counts = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+    assert counts, "no BLAS found by threadpoolctl"
+    return counts
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Start from 2 threads everywhere (conftest pins BLAS to 1, the value to restore must differ)."""
+    torch_before = torch.get_num_threads()
+    for var in THREAD_ENV:
+        monkeypatch.setenv(var, "2")
+    monkeypatch.delenv("MKL_NUM_THREADS")
+    torch.set_num_threads(2)
+    with threadpool_limits(limits=2, user_api="blas"):
+        yield
+    torch.set_num_threads(torch_before)
+
+
+def test_limit_threads_limits_and_restores(two_threads):
+    before = blas_threads()
+    with limit_threads(1):
+        assert blas_threads() == [1] * len(before)
+        assert torch.get_num_threads() == 1
+        assert all(os.environ[v] == "1" for v in THREAD_ENV)
+    assert blas_threads() == before
+    assert torch.get_num_threads() == 2
+    assert os.environ["OMP_NUM_THREADS"] == "2" and "MKL_NUM_THREADS" not in os.environ
+
+
+def test_apply_again_keeps_the_first_state(two_threads):
+    before = blas_threads()
+    lim = limit_threads(1, torch=False, env=False)
+    lim.apply()                     # as after loading more libraries
+    assert blas_threads() == [1] * len(before)
+    assert torch.get_num_threads() == 2 and os.environ["OMP_NUM_THREADS"] == "2"
+    lim.restore()
+    assert blas_threads() == before
+
+
+def test_peak_memory_sees_200_mb():
+    with PeakMemory() as mem:
+        a = np.ones(200 * 2**20 // 8)   # 200 MiB, touched
+        del a
+    assert PeakMemory.method in ("vmhwm", "sampling", "maxrss")
+    assert mem.peak - mem.base > 160 * 1024    # kB
+    assert mem.peak_mb == mem.peak / 1024
+
+
+def test_peak_memory_sampling_fallback(monkeypatch):
+    monkeypatch.setattr(PeakMemory, "method", "sampling")
+    with PeakMemory(release=False) as mem:
+        a = np.ones(200 * 2**20 // 8)
+        time.sleep(0.05)                # resident for a few samples
+        del a
+    assert mem.peak - mem.base > 160 * 1024
+
+
+def test_available_memory():
+    avail = available_memory()
+    assert avail is None or avail > 2**20
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA")
+def test_peak_memory_on_cuda():
+    torch.zeros(1, device="cuda")
+    with PeakMemory() as mem:
+        x = torch.empty(64 * 2**20, dtype=torch.uint8, device="cuda")
+        del x
+    assert mem.device_peak >= 64
