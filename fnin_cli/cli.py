@@ -67,7 +67,7 @@ def integrate_cmd(
                                                help="orthographic: size of one pixel (default 1)"),
     convention: str = typer.Option("ps", "--convention", help="normal-map file convention: ps (x right, y up, "
                                    "z to viewer; DiLiGenT), opencv, directx (aliases opengl, green-up, green-down)"),
-    method: str = typer.Option("fnin", "--method", "-m", help="fnin, fnin-s, bini or wls (smooth)"),
+    method: str = typer.Option("fnin", "--method", "-m", help="fnin (default), fnin-s, bini, wls (smooth) or fnin-stage1 (network only, no solve)"),
     refine: int = typer.Option(0, "--refine", help="extra BiNI rounds started from the method's result"),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights (.safetensors); default: bundled"),
@@ -131,7 +131,9 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
                          force=opts.force, skip_existing=skip_existing, options=opts)
     except FninError as exc:
         _die(str(exc))
-    if opts.device in ("cuda", "mps") and opts.method in ("fnin", "fnin-s"):
+    from .pipeline import NETWORK_METHODS
+
+    if opts.device in ("cuda", "mps") and opts.method in NETWORK_METHODS:
         try:
             from .fnin import resolve_device
 

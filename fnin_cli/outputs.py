@@ -31,7 +31,7 @@ import numpy as np
 
 from . import io
 from .errors import FninError
-from .pipeline import FOLDER_NORMALS, METHODS, find_in_folder
+from .pipeline import FOLDER_NORMALS, METHODS, NETWORK_METHODS, find_in_folder
 from .resources import PeakMemory, available_memory, limit_threads
 
 MAIN_SUFFIXES = io.MESH_SUFFIXES + io.DEPTH_SUFFIXES
@@ -45,7 +45,7 @@ GENERIC_STEMS = {"normal_map", "normal", "normals", "normalmap"}
 # solver and mesh per masked pixel. FNIN's network runs at a capped resolution, so its
 # extra over the solve is small.
 BYTES_LOAD = 60
-BYTES_METHOD = {"wls": 650, "bini": 700, "fnin-s": 800, "fnin": 800}
+BYTES_METHOD = {"wls": 650, "bini": 700, "fnin-s": 800, "fnin": 800, "fnin-stage1": 800}
 BYTES_MESH = 150
 
 
@@ -131,7 +131,7 @@ class Options:
             if p is not None and not Path(p).is_file():
                 what = "not found" if not Path(p).exists() else "is not a file"
                 raise UsageError(f"{opt} file {what}", p)
-        if self.method in ("fnin", "fnin-s") and self.model is None and not BUNDLED_WEIGHTS.is_file():
+        if self.method in NETWORK_METHODS and self.model is None and not BUNDLED_WEIGHTS.is_file():
             raise UsageError("the bundled FNIN weights are missing from this installation; pass --model PATH "
                              "(a trained .safetensors) or use --method bini or wls", BUNDLED_WEIGHTS)
         return self
@@ -466,7 +466,7 @@ def init_worker(options: Options, in_pool: bool = False):
     _STATE["interrupted"] = False
     if in_pool:
         signal.signal(signal.SIGINT, _sigint)
-    fnin = options.method in ("fnin", "fnin-s")
+    fnin = options.method in NETWORK_METHODS
     threads = limit_threads(options.threads, torch=fnin, env=False)
     quiet_library_loggers()
     _warm_up()
