@@ -2,9 +2,12 @@
 
 Python API::
 
-    from fnin_cli import load_input, integrate, write_outputs
+    from fnin_cli import load_input, integrate
     inp = load_input("normal_map.png", mask="mask.png", K="K.txt")
     res = integrate(inp, method="fnin")      # or "fnin-s", "bini", "wls"
+    res.depth                                # (H, W) float32, NaN outside the mask
+
+Meshes: ``fnin_cli.mesh.build_mesh`` / ``write_mesh``; files: ``fnin_cli.io``.
 """
 
 __version__ = "0.1.0"
