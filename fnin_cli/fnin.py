@@ -30,7 +30,7 @@ from .wls import NormalSystem
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "fnin.safetensors"
 NETWORK_SIDE = 128        # finest network scale: short side <= this (measured, see README)
-SOLVE_RTOL = 1e-4
+SOLVE_RTOL = 1e-3        # AMG-PCG: MADE within 0.1% of the exact solve on DiLiGenT (benchmarks/)
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -95,7 +95,7 @@ def stage1(model: FNINet, inp, device="cpu", side: int = NETWORK_SIDE):
     lv = _level_from_input(inp, dev)
     levels = pyramid(lv, model.cfg.min_side)
     keep = max(1, sum(1 for x in levels if min(x.mask.shape[-2:]) <= max(side, model.cfg.min_side)))
-    outs = model(lv, max_levels=keep)
+    outs = model(lv, max_levels=keep, levels=levels)
     last, z, omega = outs[-1]
     h, w = inp.mask.shape
     if z.shape[-2:] != (h, w):

@@ -80,6 +80,20 @@ class SpectralConv2d(nn.Module):
         self._mats = {}
 
     def complex_weight(self) -> torch.Tensor:
+        """The (cin, cout, 2 modes, modes) complex weights; cached for inference.
+
+        Rebuilding the Tucker product costs as much as the layer at 128^2, so without
+        autograd the result is kept until a parameter changes (tracked by version).
+        """
+        if torch.is_grad_enabled():
+            return self._build_weight()
+        key = tuple((p.data_ptr(), p._version) for p in self.parameters())
+        cached = getattr(self, "_weight_cache", None)
+        if cached is None or cached[0] != key:
+            self._weight_cache = (key, self._build_weight())
+        return self._weight_cache[1]
+
+    def _build_weight(self) -> torch.Tensor:
         if self.tucker > 0:
             core = torch.complex(self.core[0], self.core[1])
             f = [torch.complex(p[0], p[1]) for p in self.factors]
@@ -279,9 +293,9 @@ def downsample(lv: Level) -> Level:
         m = F.pad(m, (0, w % 2, 0, h % 2))
     s = F.avg_pool2d(n * m, 2)
     cnt = F.avg_pool2d(m, 2)
-    nn_ = s / s.norm(dim=1, keepdim=True).clamp_min(1e-8)
-    mc = (cnt >= 0.5).float()
-    mc = mc * (nn_.norm(dim=1, keepdim=True) > 0.5).float()
+    length = torch.sqrt((s * s).sum(dim=1, keepdim=True))  # faster than .norm on CPU
+    nn_ = s / length.clamp_min(1e-8)
+    mc = ((cnt >= 0.5) & (length > 1e-8)).float()
     K = lv.K.clone()
     K[:, 0, 0] *= 0.5
     K[:, 1, 1] *= 0.5
@@ -347,13 +361,13 @@ class FNINet(nn.Module):
         feat = torch.cat([torch.log1p(r ** 2), torch.log1p(dis)], dim=1)
         return self.attention(feat, lv.mask)
 
-    def forward(self, lv: Level, max_levels: int | None = None, with_attention: bool = True):
+    def forward(self, lv: Level, max_levels: int | None = None, with_attention: bool = True, levels=None):
         """Run on the finest level ``lv``; returns lists (coarse to fine) of (level, z, omega).
 
-        ``max_levels`` caps how many of the finest levels are skipped: the network stops
-        at the coarsest ``max_levels`` levels (None = all).
+        ``max_levels`` caps the pyramid: the network stops at the coarsest ``max_levels``
+        levels (None = all). ``levels`` passes a pyramid already built from ``lv``.
         """
-        levels = pyramid(lv, self.cfg.min_side)
+        levels = pyramid(lv, self.cfg.min_side) if levels is None else levels
         if max_levels is not None:
             levels = levels[:max_levels]
         outs = []
