@@ -3,7 +3,7 @@ and/or the true depth as prior, vs the network's. Shows which Stage I output lim
 
     python benchmarks/stage2_oracle.py
 """
-import numpy as np, torch, sys
+import numpy as np, torch
 from fnin_cli import fnin as F
 from fnin_cli.pipeline import build_input, classic_lambda
 from fnin_cli.synthetic import make_scene

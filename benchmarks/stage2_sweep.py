@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
 import torch
 
 from fnin_cli import fnin as F
-from fnin_cli.camera import Camera
 from fnin_cli.network import FNINet
 from fnin_cli.pipeline import build_input
 from fnin_cli.solvers import bini_weights, integrate_bini
@@ -56,7 +54,6 @@ def main():
         row = {"stage1": rel_error(zr, gt)}
         zw, _ = sys_.solve(None, lam=1e-3, method="amg", rtol=1e-8)
         row["wls"] = rel_error(zw, gt)
-        t = time.perf_counter()
         row["bini"] = rel_error(integrate_bini(sys_).z, gt)
         from fnin_cli.pipeline import classic_lambda
 

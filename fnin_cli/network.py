@@ -279,7 +279,7 @@ def masked_mean(x, m):
     return (x * m).sum(dim=(2, 3), keepdim=True) / m.sum(dim=(2, 3), keepdim=True).clamp_min(1.0)
 
 
-def fill_outside(z, m, iters: int = 0):
+def fill_outside(z, m):
     """Replace values outside the mask by the masked mean (used before resampling)."""
     return z * m + masked_mean(z, m) * (1 - m)
 

@@ -19,7 +19,7 @@ import numpy as np
 from . import conventions, io
 from .camera import Camera
 from .errors import FninError
-from .solvers import bini_weights, integrate_bini, integrate_wls
+from .solvers import integrate_bini, integrate_wls
 from .wls import DIRECTIONS, NormalSystem
 
 METHODS = ("fnin", "fnin-s", "bini", "wls", "fnin-stage1")

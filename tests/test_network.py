@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fnin_cli import fnin as F
-from fnin_cli.network import (FNINet, Level, NetConfig, SpectralConv2d, detail_weighted_loss,
+from fnin_cli.network import (FNINet, NetConfig, SpectralConv2d, detail_weighted_loss,
                               spectral_conv_reference)
 from fnin_cli.pipeline import build_input
 from fnin_cli.synthetic import make_scene
