@@ -206,9 +206,7 @@ def integrate(
         z, weights, iterations = r.z, r.weights, r.iterations
         seconds["solve"] = r.seconds["solve"]
     else:
-        from .fnin import run_fnin
-
-        from .fnin import NETWORK_SIDE
+        from .fnin import NETWORK_SIDE, run_fnin
 
         z, weights, discontinuity, st = run_fnin(system, inp, method=method, model=model, device=device,
                                                  lam=lam_sys, solver=solver, k=bini_k,
