@@ -101,11 +101,41 @@ class _Layer:
 
 
 KINDS = ("dome", "bumpy", "superquadric", "torus", "plane")
+KIND_P = [0.25, 0.3, 0.2, 0.1, 0.15]
+
+
+def _stacked_layers(rng, h, w, persp, f, base0, px, size) -> list:
+    """Back-to-front layers, each resting a little in front of the surface behind its centre."""
+    L = max(h, w)
+    layers = []
+    if rng.uniform() < 0.6:  # a supporting wall or floor-like plane
+        back = _Layer(rng, "plane", h, w, persp, f, base0 + size * rng.uniform(0.3, 1.0))
+        back.ru = back.rv = 3 * L
+        back.cu, back.cv = w / 2, h / 2
+        back.tilt = rng.uniform(-0.5, 0.5, 2) * px
+        layers.append(back)
+    for _ in range(int(rng.integers(1, 5))):
+        kind = KINDS[rng.choice(len(KINDS), p=KIND_P)]
+        layer = _Layer(rng, kind, h, w, persp, f, base0)
+        cu, cv = np.array([layer.cu]), np.array([layer.cv])
+        behind = [z[0] for z, sup in (lay(cu, cv) for lay in layers) if sup[0]]
+        if behind:
+            layer.base = min(behind) - layer.height * rng.uniform(0.0, 0.6)
+        else:
+            layer.base = base0 + size * rng.uniform(-0.5, 0.5)
+        layers.append(layer)
+    return layers
 
 
 def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float = 0.2,
-               noise: bool = True) -> Scene:
-    """One random scene; the same ``seed`` always gives the same arrays."""
+               noise: bool = True, stack_prob: float = 0.0) -> Scene:
+    """One random scene; the same ``seed`` (and ``stack_prob``) always gives the same arrays.
+
+    With probability ``stack_prob`` the scene is *stacked*: objects are placed back to
+    front, each resting just in front of whatever lies behind its centre, so occlusion
+    jumps are about the occluder's own relief (as for an arm in front of a torso) rather
+    than arbitrary; otherwise object depths are independent (the original generator).
+    """
     rng = np.random.default_rng(seed)
     w = h if w is None else w
     L = max(h, w)
@@ -125,10 +155,13 @@ def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float 
     # objects sit at depths that differ by about their own size, so occlusion jumps
     # are of the order of the objects' relief (as in self-occluding statues)
     size = 0.3 * L * px
-    for _ in range(int(rng.integers(1, 5))):
-        kind = KINDS[rng.choice(len(KINDS), p=[0.25, 0.3, 0.2, 0.1, 0.15])]
+    stacked = stack_prob > 0 and np.random.default_rng([seed, 7]).uniform() < stack_prob
+    if stacked:
+        layers = _stacked_layers(rng, h, w, persp, f, base0, px, size)
+    for _ in range(0 if stacked else int(rng.integers(1, 5))):
+        kind = KINDS[rng.choice(len(KINDS), p=KIND_P)]
         layers.append(_Layer(rng, kind, h, w, persp, f, base0 + size * rng.uniform(-1.0, 1.0)))
-    if rng.uniform() < 0.35:  # background wall occluded by the objects
+    if not stacked and rng.uniform() < 0.35:  # background wall occluded by the objects
         wall = _Layer(rng, "plane", h, w, persp, f, base0 + size * rng.uniform(1.2, 3.0))
         wall.ru = wall.rv = 3 * L
         wall.cu, wall.cv = w / 2, h / 2

@@ -47,6 +47,7 @@ class TrainConfig:
     val_res: int = 128
     ckpt_every: int = 100
     threads: int = 2
+    stack_prob: float = 0.0           # share of stacked scenes (synthetic.make_scene)
     net: NetConfig = field(default_factory=NetConfig)
 
     @classmethod
@@ -59,8 +60,8 @@ class TrainConfig:
         return asdict(self)
 
 
-def make_batch(seeds, res):
-    arrs = [scene_arrays(make_scene(int(s), res)) for s in seeds]
+def make_batch(seeds, res, stack_prob: float = 0.0):
+    arrs = [scene_arrays(make_scene(int(s), res, stack_prob=stack_prob)) for s in seeds]
     n = torch.from_numpy(np.stack([a[0] for a in arrs]))
     m = torch.from_numpy(np.stack([a[1] for a in arrs]))[:, None]
     z = torch.from_numpy(np.stack([a[2] for a in arrs]))[:, None]
@@ -110,7 +111,7 @@ def validate(model, cfg: TrainConfig):
     errs = []
     for i in range(0, cfg.val_scenes, 8):
         seeds = range(VAL_SEED0 + i, VAL_SEED0 + min(i + 8, cfg.val_scenes))
-        lv, zg = make_batch(seeds, cfg.val_res)
+        lv, zg = make_batch(seeds, cfg.val_res, cfg.stack_prob)
         z = model(lv, with_attention=False)[-1][1]
         m = lv.mask
         zc = (zg - masked_mean(zg, m)) * m
@@ -161,7 +162,7 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
             g["lr"] = lr_at(cfg, step)
         res = cfg.fine_res if step >= cfg.steps - cfg.fine_steps else cfg.res
         seeds = [cfg.seed * 1_000_003 + step * cfg.batch + i for i in range(cfg.batch)]
-        lv, zg = make_batch(seeds, res)
+        lv, zg = make_batch(seeds, res, cfg.stack_prob)
         loss, _ = batch_loss(model, lv, zg, cfg.gamma)
         opt.zero_grad(set_to_none=True)
         loss.backward()
