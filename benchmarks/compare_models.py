@@ -1,0 +1,54 @@
+"""Compare FNIN weight files on both synthetic validation sets (independent and stacked
+layouts; never DiLiGenT): Stage I and end-to-end fnin / fnin-s relative error.
+
+    python benchmarks/compare_models.py fnin_cli/weights/fnin.safetensors runs/fnin_v3/fnin.safetensors
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import torch
+
+from fnin_cli import fnin as F
+from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.synthetic import make_scene
+from fnin_cli.train import VAL_SEED0
+
+
+def rel(z, gt):
+    zc, gc = z - z.mean(), gt - gt.mean()
+    return float(np.mean(np.abs(zc - gc)) / max(np.mean(np.abs(gc)), 1e-12))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("weights", nargs="+")
+    ap.add_argument("--scenes", type=int, default=24)
+    ap.add_argument("--res", type=int, default=128)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    out = {}
+    for wpath in a.weights:
+        model = F.load_model(wpath, "cpu")
+        res = {}
+        for layout, sp in (("independent", 0.0), ("stacked", 1.0)):
+            acc = {"stage1": [], "fnin": [], "fnin-s": []}
+            for i in range(a.scenes):
+                sc = make_scene(VAL_SEED0 + 20_000 + i, a.res, stack_prob=sp)
+                inp = build_input(sc.normals, None, sc.mask, sc.K)
+                gt = sc.unknown[inp.mask]
+                for m, key in (("fnin-stage1", "stage1"), ("fnin", "fnin"), ("fnin-s", "fnin-s")):
+                    acc[key].append(rel(integrate(inp, m, model=model).z[inp.mask], gt))
+            res[layout] = {k: float(np.mean(v)) for k, v in acc.items()}
+        res["mean_fnin"] = float(np.mean([res[x]["fnin"] for x in ("independent", "stacked")]))
+        out[wpath] = res
+        print(wpath, json.dumps(res), flush=True)
+    if a.json:
+        json.dump(out, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
