@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .analytic import normals_from_gradient
+from .camera import Camera
+
 
 @dataclass
 class Scene:
@@ -189,18 +192,8 @@ def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float 
         mask &= (u - hu) ** 2 + (v - hv) ** 2 * rng.uniform(0.5, 2) > hr * hr
     depth[~mask] = np.nan
 
-    # exact normals: X_u x X_v from the closed-form derivatives
-    if persp:
-        Kinv = np.linalg.inv(K)
-        r = np.stack([u, v, np.ones_like(u)], -1) @ Kinv.T
-        Xu = zu[..., None] * r + np.where(mask, depth, 0)[..., None] * Kinv[:, 0]
-        Xv = zv[..., None] * r + np.where(mask, depth, 0)[..., None] * Kinv[:, 1]
-    else:
-        Xu = np.stack([np.ones_like(u), np.zeros_like(u), zu], -1)
-        Xv = np.stack([np.zeros_like(u), np.ones_like(u), zv], -1)
-    n = np.cross(Xv, Xu)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        n /= np.linalg.norm(n, axis=-1, keepdims=True)
+    # exact normals: X_v x X_u from the closed-form derivatives
+    n = normals_from_gradient(np.where(mask, depth, 0.0), zu, zv, Camera(K))
     n[~mask] = np.nan
     clean = n.astype(np.float32)
 
