@@ -153,6 +153,7 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
         opt.load_state_dict(state["opt"])
         start = int(state["step"])
         log = json.loads((run_dir / "log.json").read_text())
+    log.setdefault("commit", git_commit())  # the code the run started from
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     best = min((v for _, v in log["val"]), default=math.inf)
     t_start = time.perf_counter() - log["seconds"]
@@ -219,7 +220,7 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         "net": cfg.net.to_dict(),
         "train_config": cfg.to_dict(),
         "command": command,
-        "commit": git_commit(),
+        "commit": log.get("commit") or git_commit(),
         "steps": len(log["loss"]),
         "wall_seconds": round(log["seconds"], 1),
         "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
