@@ -349,9 +349,14 @@ def bench(
 
 
 def _stderr_console():
+    """Rich console on stderr; when stderr is not a terminal (logs, CI), 160 columns
+    instead of rich's 80, so the bench and summary tables are not truncated."""
     from rich.console import Console
 
-    return Console(stderr=True)
+    console = Console(stderr=True)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=True, width=160)
+    return console
 
 
 def main():
