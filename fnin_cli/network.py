@@ -39,6 +39,8 @@ class NetConfig:
     tucker: float = 0.5      # 0 = dense spectral weights; else Tucker rank fraction per mode
     att_width: int = 16      # attention CNN width
     min_side: int = 64       # pyramid: halve until the short side is <= this
+    pad: float = 0.0         # zero-pad the FNO's hidden field by this fraction of each side
+                             # (the domain is not periodic; 0 = the shipped model)
 
     def to_dict(self):
         return asdict(self)
@@ -166,14 +168,19 @@ class FNO(nn.Module):
             [SpectralConv2d(cfg.width, cfg.width, cfg.modes, cfg.tucker) for _ in range(cfg.layers)])
         self.skip = nn.ModuleList([nn.Conv2d(cfg.width, cfg.width, 1) for _ in range(cfg.layers)])
         self.project = nn.Sequential(nn.Conv2d(cfg.width, cfg.proj, 1), nn.GELU(), nn.Conv2d(cfg.proj, cout, 1))
+        self.pad = cfg.pad
 
     def forward(self, x):
         v = self.lift(x)
+        h, w_ = v.shape[-2:]
+        ph, pw = int(round(self.pad * h)), int(round(self.pad * w_))
+        if ph or pw:
+            v = F.pad(v, (0, pw, 0, ph))
         for i, (k, w) in enumerate(zip(self.spectral, self.skip)):
             v = k(v) + w(v)
             if i < len(self.spectral) - 1:
                 v = F.gelu(v)
-        return self.project(v)
+        return self.project(v[..., :h, :w_])
 
 
 class AttentionNet(nn.Module):
