@@ -76,7 +76,7 @@ def bar_chart(path, groups: list, values: dict, title: str = "", ylabel: str = "
         hi = lo + 1
     d.rectangle([left, top, w - right, h - bottom], outline="black")
     d.text((w // 2 - 4 * len(title), 10), title, fill="black")
-    d.text((5, top - 16), ylabel, fill="black")
+    d.text((5, top - 30), ylabel, fill="black")
     for i in range(5):
         yv = lo + (hi - lo) * i / 4
         yy = top + (1 - i / 4) * (h - top - bottom)
@@ -94,8 +94,13 @@ def bar_chart(path, groups: list, values: dict, title: str = "", ylabel: str = "
             x0 = left + gi * gw + gw * 0.1 + mi * bw
             y0 = top + (1 - min(max(frac, 0), 1)) * (h - top - bottom)
             d.rectangle([x0, y0, x0 + bw - 1, h - bottom], fill=COLOURS[mi % len(COLOURS)])
+    # legend in one row above the plot area, so it never covers bars
+    x = left
     for mi, label in enumerate(values):
-        d.text((w - right - 150, top + 6 + 14 * mi), label, fill=COLOURS[mi % len(COLOURS)])
+        c = COLOURS[mi % len(COLOURS)]
+        d.rectangle([x, top - 14, x + 9, top - 5], fill=c)
+        d.text((x + 13, top - 16), label, fill=c)
+        x += 13 + 7 * len(label) + 16
     _save(img, path)
 
 
