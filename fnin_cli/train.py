@@ -181,7 +181,7 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
         if (step + 1) % cfg.ckpt_every == 0 or step + 1 == cfg.steps:
             _save_checkpoint(run_dir, model, opt, step + 1, log)
         if progress is not None:
-            progress(step + 1, float(loss), val)
+            progress(step + 1, log["loss"][-1][1], val)
         if max_seconds is not None and log["seconds"] > max_seconds:
             _save_checkpoint(run_dir, model, opt, step + 1, log)
             break
