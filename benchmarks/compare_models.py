@@ -13,13 +13,10 @@ import torch
 
 from fnin_cli import fnin as F
 from fnin_cli.pipeline import build_input, integrate
-from fnin_cli.synthetic import make_scene
+from fnin_cli.synthetic import make_scene, relative_error
 from fnin_cli.train import VAL_SEED0
 
 
-def rel(z, gt):
-    zc, gc = z - z.mean(), gt - gt.mean()
-    return float(np.mean(np.abs(zc - gc)) / max(np.mean(np.abs(gc)), 1e-12))
 
 
 def main():
@@ -41,7 +38,7 @@ def main():
                 inp = build_input(sc.normals, None, sc.mask, sc.K)
                 gt = sc.unknown[inp.mask]
                 for m, key in (("fnin-stage1", "stage1"), ("fnin", "fnin"), ("fnin-s", "fnin-s")):
-                    acc[key].append(rel(integrate(inp, m, model=model).z[inp.mask], gt))
+                    acc[key].append(relative_error(integrate(inp, m, model=model).z[inp.mask], gt))
             res[layout] = {k: float(np.mean(v)) for k, v in acc.items()}
         res["mean_fnin"] = float(np.mean([res[x]["fnin"] for x in ("independent", "stacked")]))
         out[wpath] = res

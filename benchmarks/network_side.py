@@ -14,13 +14,10 @@ import torch
 
 from fnin_cli import fnin as F
 from fnin_cli.pipeline import build_input, integrate
-from fnin_cli.synthetic import make_scene
+from fnin_cli.synthetic import make_scene, relative_error
 from fnin_cli.train import VAL_SEED0
 
 
-def rel(z, gt):
-    zc, gc = z - z.mean(), gt - gt.mean()
-    return float(np.mean(np.abs(zc - gc)) / max(np.mean(np.abs(gc)), 1e-12))
 
 
 def main():
@@ -42,10 +39,10 @@ def main():
             t = time.perf_counter()
             z, _ = F.stage1(model, inp, "cpu", s)
             rows[s]["net_s"].append(time.perf_counter() - t)
-            rows[s]["stage1"].append(rel(z[inp.mask], gt))
+            rows[s]["stage1"].append(relative_error(z[inp.mask], gt))
             for m in ("fnin", "fnin-s"):
                 r = integrate(inp, m, model=model, network_side=s)
-                rows[s][m].append(rel(r.z[inp.mask], gt))
+                rows[s][m].append(relative_error(r.z[inp.mask], gt))
     out = {s: {k: float(np.mean(v)) for k, v in r.items()} for s, r in rows.items()}
     for s, r in out.items():
         print(f"side {s:4d}: " + ", ".join(f"{k} {v:.4f}" for k, v in r.items()))

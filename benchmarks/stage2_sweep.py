@@ -15,14 +15,11 @@ from fnin_cli import fnin as F
 from fnin_cli.network import FNINet
 from fnin_cli.pipeline import build_input
 from fnin_cli.solvers import bini_weights, integrate_bini
-from fnin_cli.synthetic import make_scene
+from fnin_cli.synthetic import make_scene, relative_error
 from fnin_cli.train import VAL_SEED0
 from fnin_cli.wls import NormalSystem
 
 
-def rel_error(z, gt):
-    zc, gc = z - z.mean(), gt - gt.mean()
-    return float(np.mean(np.abs(zc - gc)) / max(np.mean(np.abs(gc)), 1e-12))
 
 
 def main():
@@ -51,17 +48,17 @@ def main():
         sys_ = NormalSystem(inp.normals, m, inp.camera)
         z_img, om = F.stage1(model, inp, "cpu", a.side)
         zr = z_img[m]
-        row = {"stage1": rel_error(zr, gt)}
+        row = {"stage1": relative_error(zr, gt)}
         zw, _ = sys_.solve(None, lam=1e-3, method="amg", rtol=1e-8)
-        row["wls"] = rel_error(zw, gt)
-        row["bini"] = rel_error(integrate_bini(sys_).z, gt)
+        row["wls"] = relative_error(zw, gt)
+        row["bini"] = relative_error(integrate_bini(sys_).z, gt)
         from fnin_cli.pipeline import classic_lambda
 
         lam0 = classic_lambda(inp.camera, inp.shape)
         for lam in lams:
             for name, w in (("fnin", F.attention_weights(sys_, om)), ("fnin-s", bini_weights(sys_, zr))):
                 z, _ = sys_.solve(w, lam=lam * lam0, z_prior=zr, x0=zr, method="amg", rtol=1e-6)
-                row[f"{name}@{lam:g}"] = rel_error(z, gt)
+                row[f"{name}@{lam:g}"] = relative_error(z, gt)
         rows.append(row)
         print(i, {k: round(v, 4) for k, v in row.items()}, flush=True)
     keys = rows[0].keys()

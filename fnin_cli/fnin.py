@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import FninError
-from .network import FNINet, Level, NetConfig, pyramid
+from .network import FNINet, Level, NetConfig, pyramid, upsample_to
 from .solvers import bini_weights
 from .wls import NormalSystem
 
@@ -99,9 +99,7 @@ def stage1(model: FNINet, inp, device="cpu", side: int = NETWORK_SIDE):
     last, z, omega = outs[-1]
     h, w = inp.mask.shape
     if z.shape[-2:] != (h, w):
-        m = last.mask
-        zf = z * m + (z * m).sum() / m.sum().clamp_min(1) * (1 - m)
-        z = F.interpolate(zf, size=(h, w), mode="bilinear", align_corners=False)
+        z = upsample_to(z, last.mask, (h, w))
         omega = F.interpolate(omega, size=(h, w), mode="bilinear", align_corners=False)
     return z[0, 0].double().cpu().numpy(), omega[0, 0].double().cpu().numpy()
 

@@ -218,6 +218,13 @@ def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float 
     return Scene(noisy.astype(np.float32), inp_mask, depth, K, clean)
 
 
+def relative_error(z: np.ndarray, gt: np.ndarray) -> float:
+    """Mean |z - gt| over the mean spread of gt, both with their means removed: the
+    synthetic validation metric (a constant depth scores 1.0)."""
+    zc, gc = z - z.mean(), gt - gt.mean()
+    return float(np.mean(np.abs(zc - gc)) / max(np.mean(np.abs(gc)), 1e-12))
+
+
 def scene_arrays(scene: Scene):
     """Arrays for a training batch: normals (3,H,W) with 0 outside, mask, unknown, K, pixel."""
     m = scene.mask

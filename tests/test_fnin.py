@@ -6,15 +6,12 @@ import pytest
 from fnin_cli import fnin as F
 from fnin_cli.camera import Camera
 from fnin_cli.pipeline import build_input, integrate, load_input
-from fnin_cli.synthetic import make_scene
+from fnin_cli.synthetic import make_scene, relative_error
 from fnin_cli.wls import DIRECTIONS, NormalSystem
 
 SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "samples"
 
 
-def rel(z, gt):
-    zc, gc = z - z.mean(), gt - gt.mean()
-    return np.mean(np.abs(zc - gc)) / np.mean(np.abs(gc))
 
 
 def _jump_scene():
@@ -24,8 +21,8 @@ def _jump_scene():
         s = NormalSystem(np.nan_to_num(sc.clean_normals), sc.mask, Camera(sc.K))
         gt = sc.unknown[sc.mask]
         z, _ = s.solve(None, lam=1e-3, method="direct")
-        if sc.mask.sum() > 1500 and rel(z, gt) > 0.3:
-            return sc, s, gt, rel(z, gt)
+        if sc.mask.sum() > 1500 and relative_error(z, gt) > 0.3:
+            return sc, s, gt, relative_error(z, gt)
     raise AssertionError("no scene with jumps")
 
 
@@ -35,7 +32,7 @@ def test_stage2_with_true_prior_keeps_the_jumps():
     sc, s, gt, wls_err = _jump_scene()
     lam = 1e-3 * s.camera.focal ** 2
     z, w = F.stage2(s, gt.copy(), None, "fnin-s", lam=lam, solver="direct")
-    assert rel(z, gt) < 0.02 < wls_err
+    assert relative_error(z, gt) < 0.02 < wls_err
 
 
 def test_stage2_attention_weights_with_true_discontinuity_map():
@@ -49,7 +46,7 @@ def test_stage2_attention_weights_with_true_discontinuity_map():
     # the weight towards a discontinuity pixel is 0, elsewhere 1
     assert set(np.unique(np.concatenate([w[d] for d in DIRECTIONS]))) <= {0.0, 1.0}
     z, _ = F.stage2(s, gt + 0.0, omega, "fnin", lam=1e-3 * s.camera.focal ** 2, solver="direct")
-    assert rel(z, gt) < 0.05 < wls_err
+    assert relative_error(z, gt) < 0.05 < wls_err
 
 
 def test_attention_weights_point_at_the_neighbour():
@@ -79,7 +76,7 @@ def test_fnin_methods_end_to_end(method, ortho, with_mask):
     assert {"network", "solve"} <= set(res.seconds)
     gt = sc.unknown[m]
     # never worse than the trivial constant answer on this held-out scene
-    assert rel(res.z[m], gt) < 1.0
+    assert relative_error(res.z[m], gt) < 1.0
 
 
 def test_fnin_on_sample_and_refine():
