@@ -234,7 +234,10 @@ def train(
     seed: Optional[int] = typer.Option(None, "--seed"),
     res: Optional[int] = typer.Option(None, "--res", help="training resolution"),
     batch: Optional[int] = typer.Option(None, "--batch"),
-    max_minutes: Optional[float] = typer.Option(None, "--max-minutes", help="stop (resumably) after this long"),
+    max_minutes: Optional[float] = typer.Option(None, "--max-minutes",
+                                                help="stop (resumably) after this long (this invocation)"),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu (default) or cuda"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="processes rendering scenes ahead (0: none)"),
     json_out: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
 ):
     """Train the Stage I network on generated synthetic scenes (CPU friendly, resumable)."""
@@ -252,13 +255,26 @@ def train(
             cfg_dict.update(json.loads(config.read_text()))
         except (OSError, ValueError) as exc:
             _die(f"{config}: cannot read config ({exc})")
-    for key, val in (("steps", steps), ("seed", seed), ("res", res), ("batch", batch)):
+    for key, val in (("steps", steps), ("seed", seed), ("res", res), ("batch", batch), ("device", device),
+                     ("workers", workers)):
         if val is not None:
             cfg_dict[key] = val
     try:
         cfg = TrainConfig.from_dict(cfg_dict)
     except TypeError as exc:
         _die(f"bad config: {exc}")
+    if cfg.workers < 0:
+        _die("--workers must be 0 or more")
+    if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):
+        _die(f"--device {cfg.device}: training runs on cpu or cuda")
+    if cfg.device.startswith("cuda"):
+        from .errors import FninError
+        from .fnin import resolve_device
+
+        try:
+            resolve_device("cuda")
+        except FninError as exc:
+            _die(str(exc))
     command = "fnin " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     with Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(),

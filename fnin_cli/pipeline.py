@@ -160,6 +160,17 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
 
 # ------------------------------------------------------------------ integration
 
+def _refine_solver(method: str, device: str, model) -> str:
+    """BiNI rounds after the network run where the network ran: BiNI's own Jacobi-PCG,
+    on the GPU in torch when the network is there (the classic methods stay on the CPU)."""
+    if method not in NETWORK_METHODS:
+        return "jacobi"
+    from .fnin import resolve_device
+
+    dev = next(model.parameters()).device if model is not None else resolve_device(device)
+    return f"torch:{dev}" if dev.type == "cuda" else "jacobi"
+
+
 def integrate(
     inp: Input,
     method: str = "fnin",
@@ -168,7 +179,7 @@ def integrate(
     mean_depth: float | None = None,
     depth_at: tuple | None = None,
     model=None,
-    solver: str = "amg",
+    solver: str = "auto",
     bini_k: float = 2.0,
     lam: float = LAMBDA,
     progress=None,
@@ -214,7 +225,8 @@ def integrate(
         seconds.update(st)
     if refine:
         t1 = time.perf_counter()
-        r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, max_iter=refine, tol=0.0)
+        r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, max_iter=refine, tol=0.0,
+                           solver=_refine_solver(method, device, model))
         z, weights = r.z, r.weights
         seconds["refine"] = time.perf_counter() - t1
         iterations += r.iterations

@@ -48,6 +48,8 @@ class TrainConfig:
     ckpt_every: int = 100
     threads: int = 2
     stack_prob: float = 0.0           # share of stacked scenes (synthetic.make_scene)
+    device: str = "cpu"               # cpu or cuda (TF32 off, so CPU and GPU losses agree)
+    workers: int = 0                  # processes generating scenes ahead (0: in the loop)
     net: NetConfig = field(default_factory=NetConfig)
 
     @classmethod
@@ -60,14 +62,62 @@ class TrainConfig:
         return asdict(self)
 
 
-def make_batch(seeds, res, stack_prob: float = 0.0):
-    arrs = [scene_arrays(make_scene(int(s), res, stack_prob=stack_prob)) for s in seeds]
+def _scene(seed, res, stack_prob):
+    return scene_arrays(make_scene(int(seed), res, stack_prob=stack_prob))
+
+
+def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", arrays=None):
+    """The scenes of ``seeds`` as one network input level and the true unknown."""
+    arrs = arrays if arrays is not None else [_scene(s, res, stack_prob) for s in seeds]
+    if str(device) != "cpu":
+        lv, z = make_batch(seeds, res, stack_prob, arrays=arrs)
+        return Level(*(t.to(device) for t in (lv.normals, lv.mask, lv.K, lv.pixel))), z.to(device)
     n = torch.from_numpy(np.stack([a[0] for a in arrs]))
     m = torch.from_numpy(np.stack([a[1] for a in arrs]))[:, None]
     z = torch.from_numpy(np.stack([a[2] for a in arrs]))[:, None]
     K = torch.from_numpy(np.stack([a[3] for a in arrs]))
     pix = torch.from_numpy(np.stack([a[4] for a in arrs]))
     return Level(n, m, K, pix), z
+
+
+class SceneFeed:
+    """Training batches in step order. With ``workers`` > 0, a process pool renders the
+    scenes of the next ``ahead`` steps while the current one trains; the scenes are the
+    same either way (each is a function of its seed), so the run stays deterministic."""
+
+    def __init__(self, cfg: "TrainConfig", ahead: int = 4):
+        self.cfg, self.ahead = cfg, ahead
+        self.pool = None
+        self.pending = {}
+        if cfg.workers > 0:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn"))
+
+    def _spec(self, step):
+        cfg = self.cfg
+        res = cfg.fine_res if step >= cfg.steps - cfg.fine_steps else cfg.res
+        return [cfg.seed * 1_000_003 + step * cfg.batch + i for i in range(cfg.batch)], res
+
+    def batch(self, step):
+        seeds, res = self._spec(step)
+        if self.pool is None:
+            return make_batch(seeds, res, self.cfg.stack_prob, self.cfg.device)
+        for s in range(step, min(step + self.ahead + 1, self.cfg.steps)):
+            if s not in self.pending:
+                sd, r = self._spec(s)
+                self.pending[s] = [self.pool.submit(_scene, x, r, self.cfg.stack_prob) for x in sd]
+        arrays = [f.result() for f in self.pending.pop(step)]
+        return make_batch(seeds, res, self.cfg.stack_prob, self.cfg.device, arrays=arrays)
+
+    def close(self):
+        if self.pool is not None:
+            for futs in self.pending.values():
+                for f in futs:
+                    f.cancel()
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
 
 
 def gt_pyramid(z_full, levels):
@@ -111,13 +161,13 @@ def validate(model, cfg: TrainConfig):
     errs = []
     for i in range(0, cfg.val_scenes, 8):
         seeds = range(VAL_SEED0 + i, VAL_SEED0 + min(i + 8, cfg.val_scenes))
-        lv, zg = make_batch(seeds, cfg.val_res, cfg.stack_prob)
+        lv, zg = make_batch(seeds, cfg.val_res, cfg.stack_prob, cfg.device)
         z = model(lv, with_attention=False)[-1][1]
         m = lv.mask
         zc = (zg - masked_mean(zg, m)) * m
         num = masked_mean(((z - masked_mean(z, m)) - zc).abs() * m, m).view(-1)
         den = masked_mean(zc.abs(), m).view(-1).clamp_min(1e-9)
-        errs.append((num / den).numpy())
+        errs.append((num / den).cpu().numpy())
     model.train()
     return float(np.mean(np.concatenate(errs)))
 
@@ -142,7 +192,12 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    model = FNINet(cfg.net)
+    device = torch.device(cfg.device)
+    if device.type == "cuda":
+        # full float32 matmuls/convolutions: GPU losses then track the CPU ones
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    model = FNINet(cfg.net).to(device)  # initialised on the CPU generator, then moved
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     ckpt = run_dir / "checkpoint.pt"
     log = {"loss": [], "val": [], "seconds": 0.0}
@@ -150,20 +205,35 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
     if resume and ckpt.exists():
         state = torch.load(ckpt, map_location="cpu", weights_only=True)
         model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
+        opt.load_state_dict(state["opt"])  # moves the optimiser state to the parameters' device
         start = int(state["step"])
         log = json.loads((run_dir / "log.json").read_text())
     log.setdefault("commit", git_commit())  # the code the run started from
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     best = min((v for _, v in log["val"]), default=math.inf)
     t_start = time.perf_counter() - log["seconds"]
-    step = start
+    feed = SceneFeed(cfg)
+    try:
+        _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, progress, max_seconds)
+    finally:
+        feed.close()
+    best = min((v for _, v in log["val"]), default=math.inf)
+    summary = {"steps_done": len(log["loss"]), "best_val": best, "seconds": log["seconds"]}
+    if out is not None:
+        best_state = run_dir / "best.pt"
+        if best_state.exists():
+            model.load_state_dict(torch.load(best_state, map_location=device, weights_only=True))
+        summary.update(export(model.cpu(), cfg, log, out, command=command))
+    return summary
+
+
+def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, progress, max_seconds):
+    # max_seconds bounds this invocation; log["seconds"] also counts the runs it resumes
+    t_here = time.perf_counter()
     for step in range(start, cfg.steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, step)
-        res = cfg.fine_res if step >= cfg.steps - cfg.fine_steps else cfg.res
-        seeds = [cfg.seed * 1_000_003 + step * cfg.batch + i for i in range(cfg.batch)]
-        lv, zg = make_batch(seeds, res, cfg.stack_prob)
+        lv, zg = feed.batch(step)
         loss, _ = batch_loss(model, lv, zg, cfg.gamma)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -182,16 +252,9 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
             _save_checkpoint(run_dir, model, opt, step + 1, log)
         if progress is not None:
             progress(step + 1, log["loss"][-1][1], val)
-        if max_seconds is not None and log["seconds"] > max_seconds:
+        if max_seconds is not None and time.perf_counter() - t_here > max_seconds:
             _save_checkpoint(run_dir, model, opt, step + 1, log)
             break
-    summary = {"steps_done": len(log["loss"]), "best_val": best, "seconds": log["seconds"]}
-    if out is not None:
-        best_state = run_dir / "best.pt"
-        if best_state.exists():
-            model.load_state_dict(torch.load(best_state, map_location="cpu", weights_only=True))
-        summary.update(export(model, cfg, log, out, command=command))
-    return summary
 
 
 def _save_checkpoint(run_dir, model, opt, step, log):
@@ -223,8 +286,7 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         "commit": log.get("commit") or git_commit(),
         "steps": len(log["loss"]),
         "wall_seconds": round(log["seconds"], 1),
-        "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
-                   f"{cfg.threads} threads",
+        "machine": _machine(cfg),
         "data": "synthetic scenes from fnin_cli.synthetic.make_scene (seeded, generated on the fly)",
         "selected_step": best_step,
         "val_rel_error": best_val,
@@ -244,6 +306,13 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         line_plot(out.with_name(out.stem + "_curve.png"), series, title="FNIN training", xlabel="step",
                   logy=True)
     return {"weights": str(out), "sha256": sha}
+
+
+def _machine(cfg: TrainConfig) -> str:
+    where = f"{platform.processor() or platform.machine()}, {cfg.threads} threads"
+    if cfg.device.startswith("cuda") and torch.cuda.is_available():
+        where = f"{torch.cuda.get_device_name()} ({where} and {cfg.workers} scene workers)"
+    return f"{where}, torch {torch.__version__}"
 
 
 def model_card_markdown(card: dict) -> str:

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# What runs on the lent GPU machine (the `device` tool), from the repo root there.
+#   bash benchmarks/device_run.sh check   # env, CUDA solver/timing check, training probe, tests
+#   bash benchmarks/device_run.sh train MINUTES CONFIG...   # concurrent GPU training runs
+# Needs the carried folders .whl (wheels of pyamg, pypng, plyfile, trimesh, OpenEXR, which
+# that image lacks) and .devdata/diligent (a copy of ../shared/data/diligent).
+# Results land in $OUT (at most 8 files come back).
+set -u
+mode=$1; shift
+export PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || { echo "wheel install failed"; exit 3; }
+export PYTHONPATH=/tmp/site:$PWD
+mkdir -p ../shared && ln -sfn "$PWD/.devdata" ../shared/data
+fnin() { python3 -c 'import sys; from fnin_cli.cli import main; sys.argv[0] = "fnin"; main()' "$@"; }
+log=$OUT/log.txt
+
+if [ "$mode" = check ]; then
+  {
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+    python3 -c "import torch, pyamg; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+    nproc
+  } 2>&1 | tee -a "$log"
+  echo "== device_check" | tee -a "$log"
+  timeout 150 python3 benchmarks/device_check.py --data .devdata/diligent --out "$OUT/device_check.json" 2>&1 | tee -a "$log"
+  echo "== training probe: one run, then three at once (batch 32, 4 scene workers each)" | tee -a "$log"
+  timeout 60 fnin train --config fnin_cli/weights/train_config.json --device cuda --workers 4 --batch 32 \
+    --steps 40 --run-dir /tmp/probe1 --json 2>&1 | tail -2 | tee -a "$log"
+  for r in a b c; do
+    timeout 90 fnin train --config fnin_cli/weights/train_config.json --device cuda --workers 4 --batch 32 \
+      --steps 40 --run-dir /tmp/probe3$r --json > /tmp/probe3$r.txt 2>&1 &
+  done
+  wait
+  tail -n 2 /tmp/probe3?.txt | tee -a "$log"
+  echo "== tests (CUDA available: device auto resolves to the GPU)" | tee -a "$log"
+  CI=1 timeout 120 python3 -m pytest -q -x -n 8 -p no:cacheprovider tests 2>&1 | tail -25 | tee -a "$log"
+  exit 0
+fi
+
+if [ "$mode" = train ]; then
+  minutes=$1; shift
+  mkdir -p runs; i=0
+  for cfg in "$@"; do
+    name=$(basename "$cfg" .json)
+    fnin train --config "$cfg" --device cuda --workers 4 --run-dir "runs/$name" \
+      --out "runs/$name/out/fnin.safetensors" --max-minutes "$minutes" --json > "runs/$name.log" 2>&1 &
+    i=$((i + 1))
+  done
+  wait
+  for cfg in "$@"; do
+    name=$(basename "$cfg" .json)
+    cp "runs/$name/log.json" "runs/$name/out/" 2>/dev/null
+    tail -n 3 "runs/$name.log" | tee -a "$log"
+    tar -C "runs/$name" -cf "$OUT/$name.tar" out
+  done
+  exit 0
+fi
+echo "unknown mode $mode"; exit 2
