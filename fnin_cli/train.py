@@ -194,7 +194,8 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
     torch.manual_seed(cfg.seed)
     device = torch.device(cfg.device)
     if device.type == "cuda":
-        # full float32 matmuls/convolutions: GPU losses then track the CPU ones
+        # full float32 matmuls/convolutions: GPU losses then track the CPU ones (and
+        # inference, fnin.stage1, also runs without TF32)
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     model = FNINet(cfg.net).to(device)  # initialised on the CPU generator, then moved
