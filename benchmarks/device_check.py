@@ -53,7 +53,7 @@ def stage2_solvers(inp, gt, model, gpu: str) -> dict:
     sync()
     out = {"pixels": system.n, "network_s": time.perf_counter() - t}
     z_r = z_img[system.mask]
-    weights = F.attention_weights(system, om_img)
+    weights = F.attention_weights(system, om_img, paired=False)
     runs = [("amg", 1e-3), ("direct", 0.0)] + [(f"torch:{gpu}", r) for r in GPU_RTOLS]
     for method, rtol in runs:
         t = time.perf_counter()
