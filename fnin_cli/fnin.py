@@ -95,10 +95,11 @@ def load_model(path=None, device: str = "auto") -> FNINet:
 
 
 def _level_from_input(inp, device) -> Level:
-    m = inp.mask
-    n = np.where(m[..., None], inp.normals, 0.0).transpose(2, 0, 1)[None].astype(np.float32)
+    m = torch.from_numpy(np.ascontiguousarray(inp.mask))
+    n = torch.from_numpy(np.ascontiguousarray(inp.normals)).to(torch.float32)
+    n = torch.where(m[..., None], n, 0.0).permute(2, 0, 1)[None].contiguous()   # NaN outside -> 0
     K = inp.camera.K if inp.camera.perspective else np.zeros((3, 3))
-    return Level(torch.from_numpy(n).to(device), torch.from_numpy(m[None, None].astype(np.float32)).to(device),
+    return Level(n.to(device), m[None, None].to(torch.float32).to(device),
                  torch.from_numpy(np.asarray(K, np.float32)[None]).to(device),
                  torch.tensor([inp.camera.pixel_size], dtype=torch.float32, device=device))
 

@@ -63,9 +63,7 @@ class ThreadLimit:
                 os.environ[var] = str(self.n)
         if self._blas:
             try:
-                from threadpoolctl import threadpool_limits
-
-                self._limiters.append(threadpool_limits(limits=self.n, user_api="blas"))
+                self._limiters.append(_blas_controller().limit(limits=self.n, user_api="blas"))
             except Exception:  # a BLAS threadpoolctl cannot drive: run on, unlimited
                 pass
         if self._torch or (self._torch is None and "torch" in sys.modules):
@@ -101,6 +99,20 @@ class ThreadLimit:
     def __exit__(self, *exc) -> bool:
         self.restore()
         return False
+
+
+_CONTROLLER: list = [None, -1]
+
+
+def _blas_controller():
+    """threadpoolctl's view of the loaded native libraries, rebuilt only when more Python
+    modules were imported (a fresh scan costs ~1 ms, once per solve otherwise)."""
+    from threadpoolctl import ThreadpoolController
+
+    if _CONTROLLER[0] is None or _CONTROLLER[1] != len(sys.modules):
+        _CONTROLLER[0] = ThreadpoolController()
+        _CONTROLLER[1] = len(sys.modules)
+    return _CONTROLLER[0]
 
 
 def limit_threads(n: int, *, torch: bool | None = None, blas: bool = True, env: bool = True) -> ThreadLimit:

@@ -62,9 +62,7 @@ class NormalSystem:
         index = np.full(mask.shape, -1, np.int64)
         index[mask] = np.arange(self.n)
         self.index = index
-        a_u, a_v, nx, ny = camera.residual_coefficients(normals)
-        self.a_u, self.a_v = a_u[mask], a_v[mask]
-        self.nx, self.ny = nx[mask], ny[mask]
+        self.a_u, self.a_v, self.nx, self.ny = camera.residual_coefficients(normals, mask)
         # horizontal edges (p, q): q is the right neighbour of p; vertical: q below p
         both_h = mask[:, :-1] & mask[:, 1:]
         both_v = mask[:-1, :] & mask[1:, :]
