@@ -226,6 +226,7 @@ def _print_summary(console, records, wall, jobs):
 
 @app.command()
 def train(
+    ctx: typer.Context,
     config: Optional[Path] = typer.Option(None, "--config", help="JSON config (fields of TrainConfig)"),
     steps: Optional[int] = typer.Option(None, "--steps", help="total training steps"),
     out: Optional[Path] = typer.Option(None, "--out", help="final weights (.safetensors); card and curve beside it"),
@@ -238,6 +239,7 @@ def train(
                                                 help="stop (resumably) after this long (this invocation)"),
     device: Optional[str] = typer.Option(None, "--device", help="cpu (default) or cuda"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes rendering scenes ahead (0: none)"),
+    force: bool = typer.Option(False, "--force", help="overwrite existing --out weights and their card"),
     json_out: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
 ):
     """Train the Stage I network on generated synthetic scenes (CPU friendly, resumable)."""
@@ -275,7 +277,17 @@ def train(
             resolve_device("cuda")
         except FninError as exc:
             _die(str(exc))
-    command = "fnin " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if out is not None:
+        from .train import export_paths
+
+        if out.suffix != ".safetensors":
+            _die(f"{out}: --out must end in .safetensors")
+        if not out.parent.is_dir():
+            _die(f"{out.parent}: output folder does not exist; create it first")
+        existing = [str(x) for x in export_paths(out) if x.exists()]
+        if existing and not force:
+            _die(f"{existing[0]} exists; pass --force to overwrite (checked before training starts)")
+    command = _command_line(ctx)
     with Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(),
                   console=_stderr_console(), disable=json_out) as prog:
@@ -362,6 +374,20 @@ def bench(
     if out_dir is not None:
         typer.echo(f"outputs in {out_dir}", err=True)
     raise typer.Exit(1 if failed else 0)
+
+
+def _command_line(ctx) -> str:
+    """The running command as a shell line, rebuilt from its parsed options (what the
+    model card records; also right when the CLI is invoked in-process)."""
+    words = [ctx.command_path if ctx.command_path.startswith("fnin") else f"fnin {ctx.info_name}"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value is None or value is False or value == param.default or not getattr(param, "opts", None):
+            continue
+        words.append(param.opts[0])
+        if value is not True:
+            words.append(shlex.quote(str(value)))
+    return " ".join(words)
 
 
 def _stderr_console():

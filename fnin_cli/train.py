@@ -265,6 +265,12 @@ def _save_checkpoint(run_dir, model, opt, step, log):
     (run_dir / "log.json").write_text(json.dumps(log))
 
 
+def export_paths(out) -> list:
+    """Everything :func:`export` writes for weights ``out``."""
+    out = Path(out)
+    return [out, out.with_suffix(".json"), out.with_name("MODEL_CARD.md"), out.with_name(out.stem + "_curve.png")]
+
+
 def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
     """Write weights (safetensors), the model card (JSON) and the loss curve (PNG)."""
     from safetensors.torch import save_file

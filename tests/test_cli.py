@@ -295,3 +295,65 @@ def test_missing_bundled_weights_is_a_usage_error(tmp_path, monkeypatch):
     assert r.stderr.strip().startswith(f"error: {tmp_path / 'absent.safetensors'}: ")
     assert "--model" in r.stderr and "--method bini" in r.stderr
     assert not (tmp_path / "m.ply").exists()
+
+
+# ------------------------------------------------------------------ fnin train
+
+TINY_TRAIN = {"seed": 4, "steps": 3, "batch": 2, "res": 32, "warmup": 1, "val_every": 3, "val_scenes": 2,
+              "val_res": 32, "ckpt_every": 3, "threads": 1,
+              "net": {"width": 8, "modes": 4, "proj": 8, "att_width": 4, "min_side": 16}}
+
+
+def _tiny_config(tmp_path):
+    cfg = tmp_path / "tiny.json"
+    cfg.write_text(json.dumps(TINY_TRAIN))
+    return cfg
+
+
+def test_train_cli_end_to_end_and_refuses_to_overwrite(tmp_path):
+    cfg, out = _tiny_config(tmp_path), tmp_path / "w.safetensors"
+    r = invoke(["train", "--config", cfg, "--run-dir", tmp_path / "run", "--out", out, "--json"])
+    assert r.exit_code == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["steps_done"] == 3 and out.exists() and (tmp_path / "MODEL_CARD.md").exists()
+    card = json.loads(out.with_suffix(".json").read_text())
+    assert card["command"].startswith("fnin train") and card["train_config"]["device"] == "cpu"
+    before = out.read_bytes()
+    # a second run into the same --out stops before training, and leaves the weights alone
+    r = invoke(["train", "--config", cfg, "--run-dir", tmp_path / "run2", "--out", out])
+    assert r.exit_code == 2 and "--force" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert out.read_bytes() == before and not (tmp_path / "run2").exists()
+    r = invoke(["train", "--config", cfg, "--run-dir", tmp_path / "run2", "--out", out, "--force", "--json"])
+    assert r.exit_code == 0, r.stderr
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--workers", "-1"], "--workers"),
+    (["--device", "tpu"], "cpu or cuda"),
+    (["--out", "weights.pt"], ".safetensors"),
+    (["--out", "missing/w.safetensors"], "does not exist"),
+])
+def test_train_cli_bad_options_are_one_line_errors(tmp_path, extra, message):
+    r = invoke(["train", "--config", _tiny_config(tmp_path), "--run-dir", tmp_path / "run", *extra], cwd=tmp_path)
+    assert r.exit_code == 2 and message in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_cli_cuda_without_a_gpu_is_a_one_line_error(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present")
+    r = invoke(["train", "--config", _tiny_config(tmp_path), "--run-dir", tmp_path / "run", "--device", "cuda"])
+    assert r.exit_code == 2 and "CUDA" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_train_cli_bad_config_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = invoke(["train", "--config", bad, "--run-dir", tmp_path / "run"])
+    assert r.exit_code == 2 and "bad.json" in r.stderr
+    bad.write_text(json.dumps({"no_such_field": 1}))
+    r = invoke(["train", "--config", bad, "--run-dir", tmp_path / "run"])
+    assert r.exit_code == 2 and "bad config" in r.stderr
