@@ -70,6 +70,8 @@ def integrate_cmd(
     method: str = typer.Option("fnin", "--method", "-m", help="fnin (default), fnin-s, bini, wls (smooth) or fnin-stage1 (network only, no solve)"),
     refine: int = typer.Option(0, "--refine", help="extra BiNI rounds started from the method's result"),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
+    network_side: Optional[int] = typer.Option(None, "--network-side", help="fnin: finest network scale, short "
+                                               "side in pixels (default 64; larger is slower, see README)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights (.safetensors); default: bundled"),
     depth: Optional[str] = typer.Option(None, "--depth", help="also write the depth map (float32, NaN outside)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="also write the discontinuity map (0..1)"),
@@ -98,7 +100,8 @@ def integrate_cmd(
         opts = Options(
             mask=None if mask is None else str(mask), K=None if K is None else str(K), fx=fx, fy=fy, cx=cx, cy=cy,
             ortho=ortho, pixel_size=pixel_size, convention=convention, method=method.lower(), refine=refine,
-            device=device.lower(), model=None if model is None else str(model), mean_depth=mean_depth,
+            device=device.lower(), network_side=network_side, model=None if model is None else str(model),
+            mean_depth=mean_depth,
             depth_at=None if depth_at is None else parse_depth_at(depth_at), colors=colors, cut=cut, force=force,
             debug=debug, threads=threads,
         ).check()

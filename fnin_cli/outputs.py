@@ -76,6 +76,7 @@ class Options:
     method: str = "fnin"
     refine: int = 0
     device: str = "auto"
+    network_side: int | None = None
     model: str | None = None
     mean_depth: float | None = None
     depth_at: tuple | None = None
@@ -99,6 +100,8 @@ class Options:
             raise UsageError(f"unknown device '{self.device}'; use auto, cpu, cuda or mps")
         if self.refine < 0:
             raise UsageError(f"--refine must be 0 or more, got {self.refine}")
+        if self.network_side is not None and self.network_side < 16:
+            raise UsageError(f"--network-side must be 16 or more, got {self.network_side}")
         if self.threads < 1:
             raise UsageError(f"--threads must be 1 or more, got {self.threads}")
         has_f = any(v is not None for v in (self.fx, self.fy, self.cx, self.cy))
@@ -621,7 +624,8 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int) ->
     secs["load"] = round(time.perf_counter() - t, 4)
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
-                    mean_depth=options.mean_depth, depth_at=options.depth_at, model=_STATE["model"])
+                    mean_depth=options.mean_depth, depth_at=options.depth_at, model=_STATE["model"],
+                    network_side=options.network_side)
     for k, v in res.seconds.items():
         if k != "total":
             secs[k] = round(float(v), 4)

@@ -357,3 +357,20 @@ def test_train_cli_bad_config_file(tmp_path):
     bad.write_text(json.dumps({"no_such_field": 1}))
     r = invoke(["train", "--config", bad, "--run-dir", tmp_path / "run"])
     assert r.exit_code == 2 and "bad config" in r.stderr
+
+
+def test_network_side_option_reaches_the_network(tmp_path):
+    """--network-side N is the API's network_side: bit-identical depth, and a different
+    answer from the default cap on an image large enough to have a finer level."""
+    from pathlib import Path
+
+    dome = Path(__file__).resolve().parents[1] / "samples" / "dome"   # 192x256: short sides 48, 96, 192
+    inp = load_input(dome)
+    r = invoke(["integrate", dome, "--network-side", "128", "-o", tmp_path / "m.ply", "--depth", tmp_path / "d.npy"])
+    assert r.exit_code == 0, r.stderr
+    api = integrate(inp, method="fnin", network_side=128).depth
+    np.testing.assert_array_equal(np.load(tmp_path / "d.npy"), api)
+    default = integrate(inp, method="fnin").depth
+    assert not np.array_equal(default[inp.mask], api[inp.mask])
+    r = invoke(["integrate", dome, "--network-side", "8", "-o", tmp_path / "x.ply"])
+    assert r.exit_code == 2 and "--network-side" in r.stderr and not (tmp_path / "x.ply").exists()
