@@ -12,7 +12,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   || { echo "wheel install failed"; exit 3; }
 export PYTHONPATH=/tmp/site:$PWD
 mkdir -p ../shared && ln -sfn "$PWD/.devdata" ../shared/data
-fnin() { python3 -c 'import sys; from fnin_cli.cli import main; sys.argv[0] = "fnin"; main()' "$@"; }
+fnin="python3 -m fnin_cli.cli"   # the console script is not installed there; `timeout` needs a command
 log=$OUT/log.txt
 
 if [ "$mode" = check ]; then
@@ -24,10 +24,10 @@ if [ "$mode" = check ]; then
   echo "== device_check" | tee -a "$log"
   timeout 150 python3 benchmarks/device_check.py --data .devdata/diligent --out "$OUT/device_check.json" 2>&1 | tee -a "$log"
   echo "== training probe: one run, then three at once (batch 32, 4 scene workers each)" | tee -a "$log"
-  timeout 60 fnin train --config fnin_cli/weights/train_config.json --device cuda --workers 4 --batch 32 \
+  timeout 60 $fnin train --config fnin_cli/weights/train_config.json --device cuda --workers 4 --batch 32 \
     --steps 40 --run-dir /tmp/probe1 --json 2>&1 | tail -2 | tee -a "$log"
   for r in a b c; do
-    timeout 90 fnin train --config fnin_cli/weights/train_config.json --device cuda --workers 4 --batch 32 \
+    timeout 90 $fnin train --config fnin_cli/weights/train_config.json --device cuda --workers 4 --batch 32 \
       --steps 40 --run-dir /tmp/probe3$r --json > /tmp/probe3$r.txt 2>&1 &
   done
   wait
@@ -42,7 +42,7 @@ if [ "$mode" = train ]; then
   mkdir -p runs; i=0
   for cfg in "$@"; do
     name=$(basename "$cfg" .json)
-    fnin train --config "$cfg" --device cuda --workers 4 --run-dir "runs/$name" \
+    $fnin train --config "$cfg" --device cuda --workers 4 --run-dir "runs/$name" \
       --out "runs/$name/out/fnin.safetensors" --max-minutes "$minutes" --json > "runs/$name.log" 2>&1 &
     i=$((i + 1))
   done
