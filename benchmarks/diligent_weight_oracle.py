@@ -1,0 +1,59 @@
+"""How much would a perfect discontinuity map give FNIN's one solve on real data?
+
+For each DiLiGenT object: BiNI's converged weights stand in for a perfect attention map;
+Stage II is solved once with them and the network's z_R as prior (as `fnin` does), and
+once with the paired attention weights the network gives today. A test-set *diagnosis*,
+not a tuning run: nothing here feeds a default.
+
+    python benchmarks/diligent_weight_oracle.py --data ../shared/data/diligent --json out.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import torch
+
+from fnin_cli import bench
+from fnin_cli import fnin as F
+from fnin_cli import pipeline as P
+from fnin_cli.solvers import integrate_bini
+from fnin_cli.wls import NormalSystem
+
+
+def made(inp, gt, system, z):
+    depth, _ = P.fix_scale(system.to_image(z), inp.camera, inp.mask, None, None)
+    return bench.align_and_errors(depth, gt, inp.mask, inp.camera.perspective)["made"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    model = F.load_model(None, "cpu")
+    _, cases = bench.resolve_cases("diligent", data=a.data)
+    rows = {}
+    for case in cases:
+        inp, gt = case.load()
+        s = NormalSystem(inp.normals, inp.mask, inp.camera)
+        lam = P.classic_lambda(inp.camera, inp.shape)
+        z_img, om = F.stage1(model, inp, "cpu")
+        zr = z_img[s.mask]
+        b = integrate_bini(s, lam=lam)
+        row = {"bini": made(inp, gt, s, b.z)}
+        for name, w in (("fnin (network weights)", F.attention_weights(s, om)), ("fnin with BiNI's weights", b.weights)):
+            z, _ = s.solve(w, lam=lam, z_prior=zr, x0=zr, method="amg", rtol=F.SOLVE_RTOL)
+            row[name] = made(inp, gt, s, z)
+        rows[case.name] = row
+        print(case.name, {k: round(v, 3) for k, v in row.items()}, flush=True)
+    mean = {k: float(np.mean([r[k] for r in rows.values()])) for k in next(iter(rows.values()))}
+    print("mean", {k: round(v, 3) for k, v in mean.items()})
+    if a.json:
+        json.dump({"per_object": rows, "mean": mean}, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
