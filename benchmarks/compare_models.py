@@ -1,5 +1,5 @@
-"""Compare FNIN weight files on both synthetic validation sets (independent and stacked
-layouts; never DiLiGenT): Stage I and end-to-end fnin / fnin-s relative error.
+"""Compare FNIN weight files on synthetic validation sets (never DiLiGenT): Stage I and
+end-to-end fnin / fnin-s relative error per layout (independent, stacked, fold).
 
     python benchmarks/compare_models.py fnin_cli/weights/fnin.safetensors runs/fnin_v3/fnin.safetensors
 """
@@ -25,22 +25,27 @@ def main():
     ap.add_argument("--scenes", type=int, default=24)
     ap.add_argument("--res", type=int, default=128)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--layouts", default="independent,stacked",
+                    help="comma-separated: independent, stacked, fold (self-occluding surfaces)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     out = {}
     for wpath in a.weights:
         model = F.load_model(wpath, "cpu")
         res = {}
-        for layout, sp in (("independent", 0.0), ("stacked", 1.0)):
+        layouts = {"independent": (0.0, 0.0), "stacked": (1.0, 0.0), "fold": (0.0, 1.0)}
+        chosen = a.layouts.split(",")
+        for layout in chosen:
+            sp, fp = layouts[layout]
             acc = {"stage1": [], "fnin": [], "fnin-s": []}
             for i in range(a.scenes):
-                sc = make_scene(VAL_SEED0 + 20_000 + i, a.res, stack_prob=sp)
+                sc = make_scene(VAL_SEED0 + 20_000 + i, a.res, stack_prob=sp, fold_prob=fp)
                 inp = build_input(sc.normals, None, sc.mask, sc.K)
                 gt = sc.unknown[inp.mask]
                 for m, key in (("fnin-stage1", "stage1"), ("fnin", "fnin"), ("fnin-s", "fnin-s")):
                     acc[key].append(relative_error(integrate(inp, m, model=model).z[inp.mask], gt))
             res[layout] = {k: float(np.mean(v)) for k, v in acc.items()}
-        res["mean_fnin"] = float(np.mean([res[x]["fnin"] for x in ("independent", "stacked")]))
+        res["mean_fnin"] = float(np.mean([res[x]["fnin"] for x in chosen]))
         out[wpath] = res
         print(wpath, json.dumps(res), flush=True)
     if a.json:

@@ -285,7 +285,8 @@ def train(
 
         if out.suffix != ".safetensors":
             _die(f"{out}: --out must end in .safetensors")
-        if not out.parent.is_dir():
+        inside_run = out.parent.resolve() == run_dir.resolve() or run_dir.resolve() in out.parent.resolve().parents
+        if not out.parent.is_dir() and not inside_run:
             _die(f"{out.parent}: output folder does not exist; create it first")
         existing = [str(x) for x in export_paths(out) if x.exists()]
         if existing and not force:

@@ -69,6 +69,15 @@ class _Layer:
         self.sides = rng.integers(3, 8)
         self.poly_phase = rng.uniform(0, 2 * np.pi)
         self.poly_r = rng.uniform(0.6, 1.0, self.sides)
+        # fold: flaps of the same surface that lift towards the camera and end in an
+        # occluding contour (an arc) whose jump tapers to zero at the arc's ends
+        # (drawn last and only for folds: the other kinds' scenes stay as they were)
+        self.tears = [] if kind != "fold" else [
+            (rng.uniform(-0.4, 0.4), rng.uniform(-0.4, 0.4), rng.uniform(0.25, 0.6),   # arc centre, radius
+             rng.uniform(0, 2 * np.pi), rng.uniform(0.5, 1.4) * np.pi,                 # start angle, span
+             rng.uniform(0.3, 0.8), rng.uniform(1.5, 4.0),                             # jump (x height), rise
+             rng.uniform(0.2, 0.7), rng.uniform(0.05, 0.2))                            # roll-off share, width
+            for _ in range(int(rng.integers(1, 4)))]
 
     def __call__(self, u, v):
         x, y = _rot(u, v, self.cu, self.cv, self.theta)
@@ -97,6 +106,19 @@ class _Layer:
             support = rho2 < self.rho_max ** 2
             g = np.sqrt(np.clip(1 - rho2, 0, None))
         z = self.base - self.height * g
+        if k == "fold":
+            for acx, acy, R, a0, span, J, rise, roll, width in self.tears:
+                dx, dy = x - acx, y - acy
+                r = np.sqrt(dx * dx + dy * dy)
+                t = np.mod(np.arctan2(dy, dx) - a0, 2 * np.pi) / span
+                inside = (t < 1) & (r < R)
+                amp = J * self.height * np.sin(np.pi * np.clip(t, 0, 1))
+                # rises from the arc's centre (connected there) to the arc, where it curves
+                # away from the camera (grazing normals) and ends above what lies outside
+                e = np.clip((R - r) / (width * R), 0, 1)
+                curl = roll * (1 - np.sqrt(np.clip(1 - (1 - e) ** 2, 0, None)))
+                z = z - np.where(inside, amp * ((r / R) ** rise - curl), 0.0)
+            return z, support
         if k == "bumpy":
             for bx, by, bs, ba in self.bumps:
                 z = z - ba * self.height * np.exp(-((x - bx) ** 2 + (y - by) ** 2) / (2 * bs * bs)) * g
@@ -131,13 +153,17 @@ def _stacked_layers(rng, h, w, persp, f, base0, px, size) -> list:
 
 
 def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float = 0.2,
-               noise: bool = True, stack_prob: float = 0.0) -> Scene:
+               noise: bool = True, stack_prob: float = 0.0, fold_prob: float = 0.0) -> Scene:
     """One random scene; the same ``seed`` (and ``stack_prob``) always gives the same arrays.
 
     With probability ``stack_prob`` the scene is *stacked*: objects are placed back to
     front, each resting just in front of whatever lies behind its centre, so occlusion
     jumps are about the occluder's own relief (as for an arm in front of a torso) rather
     than arbitrary; otherwise object depths are independent (the original generator).
+    With probability ``fold_prob`` (drawn apart from ``stack_prob``) it is a *fold* scene:
+    one or two large connected surfaces whose flaps end in occluding contours whose jumps
+    taper to zero (self-occlusion within one surface, as on a statue), optionally in front
+    of a wall.
     """
     rng = np.random.default_rng(seed)
     w = h if w is None else w
@@ -159,9 +185,16 @@ def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float 
     # are of the order of the objects' relief (as in self-occluding statues)
     size = 0.3 * L * px
     stacked = stack_prob > 0 and np.random.default_rng([seed, 7]).uniform() < stack_prob
+    folded = not stacked and fold_prob > 0 and np.random.default_rng([seed, 11]).uniform() < fold_prob
     if stacked:
         layers = _stacked_layers(rng, h, w, persp, f, base0, px, size)
-    for _ in range(0 if stacked else int(rng.integers(1, 5))):
+    if folded:
+        for _ in range(int(rng.integers(1, 3))):
+            layer = _Layer(rng, "fold", h, w, persp, f, base0 + size * rng.uniform(-0.5, 0.5))
+            layer.ru, layer.rv = layer.ru * 1.6, layer.rv * 1.6   # large surfaces
+            layer.cu, layer.cv = rng.uniform(0.3, 0.7) * w, rng.uniform(0.3, 0.7) * h
+            layers.append(layer)
+    for _ in range(0 if (stacked or folded) else int(rng.integers(1, 5))):
         kind = KINDS[rng.choice(len(KINDS), p=KIND_P)]
         layers.append(_Layer(rng, kind, h, w, persp, f, base0 + size * rng.uniform(-1.0, 1.0)))
     if not stacked and rng.uniform() < 0.35:  # background wall occluded by the objects

@@ -48,6 +48,7 @@ class TrainConfig:
     ckpt_every: int = 100
     threads: int = 2
     stack_prob: float = 0.0           # share of stacked scenes (synthetic.make_scene)
+    fold_prob: float = 0.0            # share of fold (self-occluding surface) scenes
     device: str = "cpu"               # cpu or cuda (TF32 off, so CPU and GPU losses agree)
     workers: int = 0                  # processes generating scenes ahead (0: in the loop)
     net: NetConfig = field(default_factory=NetConfig)
@@ -62,13 +63,13 @@ class TrainConfig:
         return asdict(self)
 
 
-def _scene(seed, res, stack_prob):
-    return scene_arrays(make_scene(int(seed), res, stack_prob=stack_prob))
+def _scene(seed, res, stack_prob, fold_prob=0.0):
+    return scene_arrays(make_scene(int(seed), res, stack_prob=stack_prob, fold_prob=fold_prob))
 
 
-def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", arrays=None):
+def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", arrays=None, fold_prob: float = 0.0):
     """The scenes of ``seeds`` as one network input level and the true unknown."""
-    arrs = arrays if arrays is not None else [_scene(s, res, stack_prob) for s in seeds]
+    arrs = arrays if arrays is not None else [_scene(s, res, stack_prob, fold_prob) for s in seeds]
     if str(device) != "cpu":
         lv, z = make_batch(seeds, res, stack_prob, arrays=arrs)
         return Level(*(t.to(device) for t in (lv.normals, lv.mask, lv.K, lv.pixel))), z.to(device)
@@ -103,11 +104,12 @@ class SceneFeed:
     def batch(self, step):
         seeds, res = self._spec(step)
         if self.pool is None:
-            return make_batch(seeds, res, self.cfg.stack_prob, self.cfg.device)
+            return make_batch(seeds, res, self.cfg.stack_prob, self.cfg.device, fold_prob=self.cfg.fold_prob)
         for s in range(step, min(step + self.ahead + 1, self.cfg.steps)):
             if s not in self.pending:
                 sd, r = self._spec(s)
-                self.pending[s] = [self.pool.submit(_scene, x, r, self.cfg.stack_prob) for x in sd]
+                self.pending[s] = [self.pool.submit(_scene, x, r, self.cfg.stack_prob, self.cfg.fold_prob)
+                                   for x in sd]
         arrays = [f.result() for f in self.pending.pop(step)]
         return make_batch(seeds, res, self.cfg.stack_prob, self.cfg.device, arrays=arrays)
 
@@ -161,7 +163,7 @@ def validate(model, cfg: TrainConfig):
     errs = []
     for i in range(0, cfg.val_scenes, 8):
         seeds = range(VAL_SEED0 + i, VAL_SEED0 + min(i + 8, cfg.val_scenes))
-        lv, zg = make_batch(seeds, cfg.val_res, cfg.stack_prob, cfg.device)
+        lv, zg = make_batch(seeds, cfg.val_res, cfg.stack_prob, cfg.device, fold_prob=cfg.fold_prob)
         z = model(lv, with_attention=False)[-1][1]
         m = lv.mask
         zc = (zg - masked_mean(zg, m)) * m

@@ -327,6 +327,15 @@ def test_train_cli_end_to_end_and_refuses_to_overwrite(tmp_path):
     assert r.exit_code == 0, r.stderr
 
 
+def test_train_cli_out_inside_a_new_run_dir(tmp_path):
+    """The README's form: --out inside a --run-dir that does not exist yet."""
+    run = tmp_path / "runs" / "new"
+    r = invoke(["train", "--config", _tiny_config(tmp_path), "--run-dir", run, "--out", run / "w.safetensors",
+                "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert (run / "w.safetensors").exists() and (run / "checkpoint.pt").exists()
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--workers", "-1"], "--workers"),
     (["--device", "tpu"], "cpu or cuda"),
