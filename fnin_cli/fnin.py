@@ -32,7 +32,8 @@ DEFAULT_WEIGHTS = WEIGHTS_DIR / "fnin.safetensors"
 # finest network scale: short side <= this. With the paired Stage II weights the end-to-end
 # error on synthetic validation scenes was within 0.5% across 64/128/256 (best at 64 on
 # 512^2 scenes, benchmarks/results/network_side.json) while 64 halves the network's time;
-# rule fixed before measuring: the cheapest side within 1% of the best.
+# rule fixed before measuring: the cheapest side within 1% of the best. (At 64 only the
+# pyramid's coarsest level runs for most inputs: the initial FNO and the attention net.)
 NETWORK_SIDE = 64
 SOLVE_RTOL = 1e-3        # AMG-PCG: MADE within 0.1% of the exact solve on DiLiGenT (benchmarks/)
 # Jacobi-PCG (the GPU solve) leaves more smooth error at the same residual than AMG: at
