@@ -87,16 +87,14 @@ class Camera:
         if mask is not None:
             v, u = np.nonzero(mask)
             n = normals[v, u].astype(np.float64)
-            u, v = u.astype(np.float64), v.astype(np.float64)
         else:
+            v, u = np.indices(normals.shape[:2])
             n = normals.astype(np.float64)
         if self.K is None:
             a = n[..., 2] / self.pixel_size
             return a, a.copy(), n[..., 0], n[..., 1]
         K = self.K
-        if mask is None:
-            h, w = normals.shape[:2]
-            v, u = np.mgrid[0:h, 0:w].astype(np.float64)
+        u, v = u.astype(np.float64), v.astype(np.float64)
         # n . r with r = ((u - cx)/fx, (v - cy)/fy, 1) (zero skew assumed; skew folded into cx)
         ndotr = n[..., 0] * (u - K[0, 2]) / K[0, 0] + n[..., 1] * (v - K[1, 2]) / K[1, 1] + n[..., 2]
         return K[0, 0] * ndotr, K[1, 1] * ndotr, n[..., 0], n[..., 1]

@@ -67,18 +67,19 @@ def _scene(seed, res, stack_prob, fold_prob=0.0):
     return scene_arrays(make_scene(int(seed), res, stack_prob=stack_prob, fold_prob=fold_prob))
 
 
-def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", arrays=None, fold_prob: float = 0.0):
+def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", fold_prob: float = 0.0):
     """The scenes of ``seeds`` as one network input level and the true unknown."""
-    arrs = arrays if arrays is not None else [_scene(s, res, stack_prob, fold_prob) for s in seeds]
-    if str(device) != "cpu":
-        lv, z = make_batch(seeds, res, stack_prob, arrays=arrs)
-        return Level(*(t.to(device) for t in (lv.normals, lv.mask, lv.K, lv.pixel))), z.to(device)
+    return collate([_scene(s, res, stack_prob, fold_prob) for s in seeds], device)
+
+
+def collate(arrs, device="cpu"):
+    """Stack :func:`synthetic.scene_arrays` outputs into (Level, true unknown) on ``device``."""
     n = torch.from_numpy(np.stack([a[0] for a in arrs]))
     m = torch.from_numpy(np.stack([a[1] for a in arrs]))[:, None]
     z = torch.from_numpy(np.stack([a[2] for a in arrs]))[:, None]
     K = torch.from_numpy(np.stack([a[3] for a in arrs]))
     pix = torch.from_numpy(np.stack([a[4] for a in arrs]))
-    return Level(n, m, K, pix), z
+    return Level(n.to(device), m.to(device), K.to(device), pix.to(device)), z.to(device)
 
 
 class SceneFeed:
@@ -102,22 +103,18 @@ class SceneFeed:
         return [cfg.seed * 1_000_003 + step * cfg.batch + i for i in range(cfg.batch)], res
 
     def batch(self, step):
-        seeds, res = self._spec(step)
+        cfg = self.cfg
         if self.pool is None:
-            return make_batch(seeds, res, self.cfg.stack_prob, self.cfg.device, fold_prob=self.cfg.fold_prob)
-        for s in range(step, min(step + self.ahead + 1, self.cfg.steps)):
+            seeds, res = self._spec(step)
+            return make_batch(seeds, res, cfg.stack_prob, cfg.device, fold_prob=cfg.fold_prob)
+        for s in range(step, min(step + self.ahead + 1, cfg.steps)):
             if s not in self.pending:
-                sd, r = self._spec(s)
-                self.pending[s] = [self.pool.submit(_scene, x, r, self.cfg.stack_prob, self.cfg.fold_prob)
-                                   for x in sd]
-        arrays = [f.result() for f in self.pending.pop(step)]
-        return make_batch(seeds, res, self.cfg.stack_prob, self.cfg.device, arrays=arrays)
+                seeds, res = self._spec(s)
+                self.pending[s] = [self.pool.submit(_scene, x, res, cfg.stack_prob, cfg.fold_prob) for x in seeds]
+        return collate([f.result() for f in self.pending.pop(step)], cfg.device)
 
     def close(self):
         if self.pool is not None:
-            for futs in self.pending.values():
-                for f in futs:
-                    f.cancel()
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
 

@@ -231,49 +231,29 @@ def case_K_option_missing(t):
     return [c["normals"], "--K", t / "noK.txt"], 2, t / "noK.txt", ["not found"]
 
 
-def case_unknown_method(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--method", "magic"], 2, None, ["fnin, fnin-s, bini, wls"]
+# option values refused before any input is read: (case name, options, words in the message)
+BAD_OPTIONS = [
+    ("unknown_method", ["--method", "magic"], ["fnin, fnin-s, bini, wls"]),
+    ("unknown_convention", ["--convention", "sideways"], ["opencv", "directx"]),
+    ("unknown_device", ["--device", "tpu"], ["cuda", "mps"]),
+    ("bad_depth_at", ["--depth-at", "12;3"], ["ROW,COL,DEPTH"]),
+    ("depth_at_and_mean_depth", ["--depth-at", "1,1,1", "--mean-depth", "2"], ["one of them"]),
+    ("negative_focal_option", ["--fx", "-50"], ["--fx", "positive"]),
+    ("zero_pixel_size", ["--pixel-size", "0"], ["--pixel-size", "positive"]),
+    ("jobs_zero", ["--jobs", "0"], ["--jobs"]),
+    ("negative_refine", ["--refine", "-1"], ["--refine"]),
+]
 
 
-def case_unknown_convention(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--convention", "sideways"], 2, None, ["opencv", "directx"]
+def _bad_option_case(options, words):
+    def case(t):
+        c = write_case(t, seed=2, with_mask=False, with_K=False)
+        return [c["normals"], *options], 2, None, words
+    return case
 
 
-def case_unknown_device(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--device", "tpu"], 2, None, ["cuda", "mps"]
-
-
-def case_bad_depth_at(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--depth-at", "12;3"], 2, None, ["ROW,COL,DEPTH"]
-
-
-def case_depth_at_and_mean_depth(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--depth-at", "1,1,1", "--mean-depth", "2"], 2, None, ["one of them"]
-
-
-def case_negative_focal_option(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--fx", "-50"], 2, None, ["--fx", "positive"]
-
-
-def case_zero_pixel_size(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--pixel-size", "0"], 2, None, ["--pixel-size", "positive"]
-
-
-def case_jobs_zero(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--jobs", "0"], 2, None, ["--jobs"]
-
-
-def case_negative_refine(t):
-    c = write_case(t, seed=2, with_mask=False, with_K=False)
-    return [c["normals"], "--refine", "-1"], 2, None, ["--refine"]
+for _name, _options, _words in BAD_OPTIONS:
+    globals()[f"case_{_name}"] = _bad_option_case(_options, _words)
 
 
 def case_glob_matches_nothing(t):
