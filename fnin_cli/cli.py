@@ -242,10 +242,12 @@ def train(
                                                 help="stop (resumably) after this long (this invocation)"),
     device: Optional[str] = typer.Option(None, "--device", help="cpu (default) or cuda"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes rendering scenes ahead (0: none)"),
+    base: Optional[Path] = typer.Option(None, "--base", help="edges stage: the trained Stage I weights to start from"),
     force: bool = typer.Option(False, "--force", help="overwrite existing --out weights and their card"),
     json_out: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
 ):
-    """Train the Stage I network on generated synthetic scenes (CPU friendly, resumable)."""
+    """Train FNIN on generated synthetic scenes (CPU friendly, resumable): Stage I, or with
+    a config of "stage": "edges" and --base, the edge net on a trained Stage I."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from .train import TrainConfig, train as run_train
@@ -261,7 +263,7 @@ def train(
         except (OSError, ValueError) as exc:
             _die(f"{config}: cannot read config ({exc})")
     for key, val in (("steps", steps), ("seed", seed), ("res", res), ("batch", batch), ("device", device),
-                     ("workers", workers)):
+                     ("workers", workers), ("base", None if base is None else str(base))):
         if val is not None:
             cfg_dict[key] = val
     try:
@@ -270,6 +272,10 @@ def train(
         _die(f"bad config: {exc}")
     if cfg.workers < 0:
         _die("--workers must be 0 or more")
+    if cfg.stage not in ("network", "edges"):
+        _die(f"stage '{cfg.stage}': use network or edges")
+    if cfg.stage == "edges" and not Path(cfg.base).is_file():
+        _die(f"{cfg.base or '(none)'}: the edges stage needs --base, the trained Stage I weights")
     if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):
         _die(f"--device {cfg.device}: training runs on cpu or cuda")
     if cfg.device.startswith("cuda"):

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from .errors import FninError
-from .network import FNINet, Level, NetConfig, pyramid, upsample_to
+from .network import FNINet, Level, NetConfig
 from .solvers import bini_weights
 from .wls import NormalSystem
 
@@ -122,21 +122,35 @@ def full_float32():
                     allow_tf32=False)
 
 
-@torch.no_grad()
 def stage1(model: FNINet, inp, device="cpu", side: int = NETWORK_SIDE):
     """Run the network; returns (z_R, omega) as full-resolution float64 images (0 outside)."""
+    z_img, om_img, _ = network_outputs(model, inp, device, side, edges=False)
+    return z_img, om_img
+
+
+@torch.no_grad()
+def network_outputs(model: FNINet, inp, device="cpu", side: int = NETWORK_SIDE, edges: bool = True):
+    """(z_R, omega, edge weights) as full-resolution float64 images (0 outside the mask).
+
+    With ``edges`` and a model that has an edge net, the third is its w_u-, w_v- as a
+    (2, H, W) image and omega (which Stage II then does not use) is None; else the third
+    is None.
+    """
     dev = torch.device(device) if not isinstance(device, torch.device) else device
     lv = _level_from_input(inp, dev)
-    levels = pyramid(lv, model.cfg.min_side)
-    keep = max(1, sum(1 for x in levels if min(x.mask.shape[-2:]) <= max(side, model.cfg.min_side)))
+    use_edges = edges and model.edges is not None
     with full_float32():
-        outs = model(lv, max_levels=keep, levels=levels, with_attention="last")
-    last, z, omega = outs[-1]
-    h, w = inp.mask.shape
-    if z.shape[-2:] != (h, w):
-        z = upsample_to(z, last.mask, (h, w))
-        omega = F.interpolate(omega, size=(h, w), mode="bilinear", align_corners=False)
-    return z[0, 0].double().cpu().numpy(), omega[0, 0].double().cpu().numpy()
+        z, omega = model.capped(lv, side, attention=not use_edges)
+        p = torch.sigmoid(model.edges(z, lv))[0].double().cpu().numpy() if use_edges else None
+    om_img = omega[0, 0].double().cpu().numpy() if omega is not None else None
+    return z[0, 0].double().cpu().numpy(), om_img, p
+
+
+def edge_weights(system: NormalSystem, p_img: np.ndarray) -> dict:
+    """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout)."""
+    wu = p_img[0][system.mask]
+    wv = p_img[1][system.mask]
+    return {"u+": 1.0 - wu, "u-": wu, "v+": 1.0 - wv, "v-": wv}
 
 
 def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool = True) -> dict:
@@ -171,28 +185,32 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
     seconds["load_model"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     net_device = next(model.parameters()).device
-    z_img, om_img = stage1(model, inp, net_device, side)
+    z_img, om_img, p_img = network_outputs(model, inp, net_device, side, edges=method != "fnin-s")
     seconds["network"] = time.perf_counter() - t1
     t2 = time.perf_counter()
+    weights = None
+    if method != "fnin-s":
+        weights = edge_weights(system, p_img) if p_img is not None else attention_weights(system, om_img)
     if method == "fnin-stage1":
-        z, weights = z_img[system.mask], attention_weights(system, om_img)
+        z = z_img[system.mask]
     else:
         lin, rtol, maxiter = pick_solver(solver, net_device)
-        z, weights = stage2(system, z_img[system.mask], om_img, method, lam, lin, k, rtol, maxiter)
+        z, weights = stage2(system, z_img[system.mask], om_img, method, lam, lin, k, rtol, maxiter, weights)
         seconds["solve"] = time.perf_counter() - t2
-    disc = om_img[system.mask] if method != "fnin-s" else None
+    disc = om_img[system.mask] if om_img is not None and method != "fnin-s" else None
     return z, weights, disc, seconds
 
 
 def stage2(system: NormalSystem, z_r: np.ndarray, omega_img: np.ndarray | None, method: str = "fnin",
            lam: float = 1e-3, solver: str = "amg", k: float = 2.0, rtol: float = SOLVE_RTOL,
-           maxiter: int = 5000):
-    """One WLS solve with the prior z_R: weights from omega (fnin) or BiNI's from z_R (fnin-s)."""
-    if method == "fnin":
+           maxiter: int = 5000, weights: dict | None = None):
+    """One WLS solve with the prior z_R: weights from omega (fnin) or BiNI's from z_R (fnin-s);
+    ``weights`` given (the edge net's) are used as they are."""
+    if weights is None and method == "fnin":
         # paired weights: 0.5125 vs 0.5194 end-to-end on the synthetic validation scenes
         # (benchmarks/stage2_weights.py, criterion fixed beforehand)
         weights = attention_weights(system, omega_img)
-    else:
+    elif weights is None:
         weights = bini_weights(system, z_r, k)
     z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol, maxiter=maxiter)
     return z, weights

@@ -41,6 +41,8 @@ class NetConfig:
     min_side: int = 64       # pyramid: halve until the short side is <= this
     pad: float = 0.0         # zero-pad the FNO's hidden field by this fraction of each side
                              # (the domain is not periodic; 0 = the shipped model)
+    edge_width: int = 0      # full-resolution edge net width (0: none; Stage II uses omega)
+    edge_dilations: tuple = (1, 2, 4, 8, 4, 2, 1)   # its 3x3 conv layers (receptive field 45 px)
 
     def to_dict(self):
         return asdict(self)
@@ -225,6 +227,61 @@ class AttentionNet(nn.Module):
         return minmax_in_mask(raw, mask)
 
 
+EDGE_FEATURES = 15
+
+
+class EdgeNet(nn.Module):
+    """Full-resolution discontinuity net: BiNI's per-axis weights from z_R and the normals.
+
+    Input (:func:`edge_features`): the one-sided residuals of the network's upsampled z_R
+    at two compressions, BiNI's comparison of its squared differences, the normals, the
+    cosine between normal and viewing ray (small at occluding contours) and the mask.
+    Dilated 3x3 convolutions (receptive field 45 px at the default dilations) locate the
+    jump that z_R smears over a coarse pixel's width. Output: logits of w_u-, w_v-
+    (BiNI's convention: w_u+ = 1 - w_u-), trained against BiNI's weights computed from
+    the true unknown (:func:`bini_targets`).
+    """
+
+    def __init__(self, cfg: NetConfig):
+        super().__init__()
+        layers, cin = [], EDGE_FEATURES
+        for d in cfg.edge_dilations:
+            layers += [nn.Conv2d(cin, cfg.edge_width, 3, padding=int(d), dilation=int(d)), nn.GELU()]
+            cin = cfg.edge_width
+        layers.append(nn.Conv2d(cin, 2, 1))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, z, lv: "Level"):
+        return self.net(edge_features(z, lv)) * lv.mask
+
+
+def view_cosine(lv: "Level"):
+    """cos(normal, viewing ray) per pixel (B,1,H,W); n_z for orthographic cameras."""
+    n = lv.normals
+    b, _, h, w = n.shape
+    K = lv.K
+    fx, fy = K[:, 0, 0].view(b, 1, 1, 1), K[:, 1, 1].view(b, 1, 1, 1)
+    cx, cy = K[:, 0, 2].view(b, 1, 1, 1), K[:, 1, 2].view(b, 1, 1, 1)
+    persp = fx > 0
+    u = torch.arange(w, device=n.device, dtype=n.dtype).view(1, 1, 1, w)
+    v = torch.arange(h, device=n.device, dtype=n.dtype).view(1, 1, h, 1)
+    rx = torch.where(persp, (u - cx) / torch.where(persp, fx, 1.0), torch.zeros_like(u))
+    ry = torch.where(persp, (v - cy) / torch.where(persp, fy, 1.0), torch.zeros_like(v))
+    dot = n[:, 0:1] * rx + n[:, 1:2] * ry + n[:, 2:3]
+    return dot / torch.sqrt(rx * rx + ry * ry + 1.0)
+
+
+def edge_features(z, lv: "Level"):
+    """The edge net's input (B, EDGE_FEATURES, H, W), 0 outside the mask."""
+    m = lv.mask
+    d, has = one_sided_differences(z, lv)
+    nrm = torch.cat([lv.normals[:, 0:1], lv.normals[:, 0:1], lv.normals[:, 1:2], lv.normals[:, 1:2]], dim=1)
+    r = d + nrm * has
+    sq = d * d
+    cmp = torch.tanh(torch.cat([sq[:, 0:1] - sq[:, 1:2], sq[:, 2:3] - sq[:, 3:4]], dim=1))
+    return torch.cat([torch.asinh(r), torch.asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
+
+
 def minmax_in_mask(x, mask, eps=1e-6):
     big = torch.finfo(x.dtype).max
     lo = torch.where(mask > 0, x, torch.full_like(x, big)).amin(dim=(2, 3), keepdim=True)
@@ -279,11 +336,14 @@ def gradient_field(lv: Level, max_slope: float = 10.0):
     return p, q
 
 
-def one_sided(z, lv: Level):
-    """Residuals a * (one-sided difference) + n per direction (B,4,H,W), 0 where undefined."""
+def one_sided_differences(z, lv: Level):
+    """a * (one-sided difference of z) per direction (B,4,H,W): u+, u-, v+, v-; 0 where undefined.
+
+    The same numbers as ``NormalSystem.differences`` (the rows of the data term without
+    the n_x / n_y part), which BiNI's weights compare.
+    """
     a_u, a_v = residual_coeffs(lv)
     m = lv.mask
-    nx, ny = lv.normals[:, 0:1], lv.normals[:, 1:2]
     dzr = F.pad(z[..., :, 1:] - z[..., :, :-1], (0, 1))      # z(u+1) - z(u) at u
     mr = F.pad(m[..., :, 1:] * m[..., :, :-1], (0, 1))
     dzl = F.pad(z[..., :, 1:] - z[..., :, :-1], (1, 0))      # z(u) - z(u-1) at u
@@ -292,8 +352,23 @@ def one_sided(z, lv: Level):
     md = F.pad(m[..., 1:, :] * m[..., :-1, :], (0, 0, 0, 1))
     dzt = F.pad(z[..., 1:, :] - z[..., :-1, :], (0, 0, 1, 0))
     mt = F.pad(m[..., 1:, :] * m[..., :-1, :], (0, 0, 1, 0))
-    return torch.cat([(a_u * dzr + nx) * mr, (a_u * dzl + nx) * ml,
-                      (a_v * dzd + ny) * md, (a_v * dzt + ny) * mt], dim=1)
+    d = torch.cat([a_u * dzr * mr, a_u * dzl * ml, a_v * dzd * md, a_v * dzt * mt], dim=1)
+    return d, torch.cat([mr, ml, md, mt], dim=1)
+
+
+def one_sided(z, lv: Level):
+    """Residuals a * (one-sided difference) + n per direction (B,4,H,W), 0 where undefined."""
+    d, has = one_sided_differences(z, lv)
+    n = torch.cat([lv.normals[:, 0:1], lv.normals[:, 0:1], lv.normals[:, 1:2], lv.normals[:, 1:2]], dim=1)
+    return d + n * has
+
+
+def bini_targets(z, lv: Level, k: float = 2.0):
+    """BiNI's w_u-, w_v- (B,2,H,W) from the unknown z: sigmoid_k(d+^2 - d-^2) per axis
+    (``solvers.bini_weights`` in torch); w_u+ = 1 - w_u-, w_v+ = 1 - w_v-."""
+    d, _ = one_sided_differences(z, lv)
+    sq = d * d
+    return torch.sigmoid(k * torch.cat([sq[:, 0:1] - sq[:, 1:2], sq[:, 2:3] - sq[:, 3:4]], dim=1))
 
 
 def central_grad(z, m):
@@ -364,6 +439,7 @@ class FNINet(nn.Module):
         self.initial = FNO(self.cfg)
         self.iterative = FNO(self.cfg)
         self.attention = AttentionNet(self.cfg)
+        self.edges = EdgeNet(self.cfg) if self.cfg.edge_width > 0 else None
 
     def step(self, net: FNO, z_hat, lv: Level):
         """One scale: z_new = z_hat + s * 2 tanh(FNO(residual / s, grid)), mean removed."""
@@ -416,6 +492,19 @@ class FNINet(nn.Module):
             omega = self.attend(z, lvl) if want else None
             outs.append((lvl, z, omega))
         return outs
+
+    def capped(self, lv: Level, side: int, attention: bool = True):
+        """Run the pyramid up to the finest level whose short side is <= ``side`` and
+        upsample its unknown (and omega) to ``lv``'s resolution: z_R for Stage II."""
+        levels = pyramid(lv, self.cfg.min_side)
+        keep = max(1, sum(1 for x in levels if min(x.mask.shape[-2:]) <= max(side, self.cfg.min_side)))
+        last, z, omega = self(lv, max_levels=keep, levels=levels, with_attention="last" if attention else False)[-1]
+        shape = lv.mask.shape[-2:]
+        if z.shape[-2:] != shape:
+            z = upsample_to(z, last.mask, shape)
+            if omega is not None:
+                omega = F.interpolate(omega, size=shape, mode="bilinear", align_corners=False)
+        return z, omega
 
 
 # ---------------------------------------------------------------- loss

@@ -1,4 +1,10 @@
-"""Training Stage I on synthetic scenes (`fnin train`).
+"""Training FNIN on synthetic scenes (`fnin train`).
+
+Two stages, each its own run: ``stage="network"`` trains Stage I (the FNO pyramid and
+its attention net) with the detail-weighted loss; ``stage="edges"`` freezes a trained
+Stage I (``base``) and trains the full-resolution edge net to give BiNI's weights of the
+true surface (``network.bini_targets``) from the network's z_R, selecting on the
+end-to-end error of one Stage II solve.
 
 Deterministic on CPU for a given seed and thread count: scene ``i`` of step ``s`` is
 ``make_scene(seed * 1_000_003 + s * batch + i)``; validation scenes use a disjoint
@@ -21,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .network import FNINet, Level, NetConfig, count_parameters, detail_weighted_loss, masked_mean
+from .network import FNINet, Level, NetConfig, bini_targets, count_parameters, detail_weighted_loss, masked_mean
 from .synthetic import make_scene, scene_arrays
 
 VAL_SEED0 = 900_000_000
@@ -51,13 +57,19 @@ class TrainConfig:
     fold_prob: float = 0.0            # share of fold (self-occluding surface) scenes
     device: str = "cpu"               # cpu or cuda (TF32 off, so CPU and GPU losses agree)
     workers: int = 0                  # processes generating scenes ahead (0: in the loop)
+    stage: str = "network"            # "network" (Stage I) or "edges" (edge net on a frozen Stage I)
+    base: str = ""                    # edges: the Stage I weights it starts from
+    side: int = 64                    # edges: network cap giving z_R, as fnin.NETWORK_SIDE at inference
+    edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
     net: NetConfig = field(default_factory=NetConfig)
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
         d = dict(d)
-        net = NetConfig(**d.pop("net", {}))
-        return cls(net=net, **d)
+        net = d.pop("net", {})
+        if "edge_dilations" in net:
+            net = {**net, "edge_dilations": tuple(net["edge_dilations"])}
+        return cls(net=NetConfig(**net), **d)
 
     def to_dict(self):
         return asdict(self)
@@ -149,6 +161,37 @@ def batch_loss(model, lv, z_gt, gamma):
     return total, outs
 
 
+def edge_loss(model, lv, z_gt, cfg: "TrainConfig"):
+    """Weighted BCE of the edge net's w_u-, w_v- against BiNI's weights of the true unknown."""
+    import torch.nn.functional as F
+
+    with torch.no_grad():
+        z, _ = model.capped(lv, cfg.side, attention=False)
+        target = bini_targets(z_gt, lv)
+    logits = model.edges(z, lv)
+    weight = (1.0 + cfg.edge_alpha * (2.0 * target - 1.0).abs()) * lv.mask
+    bce = F.binary_cross_entropy_with_logits(logits, target, weight=weight, reduction="none")
+    return (bce.sum(dim=(1, 2, 3)) / (2.0 * lv.mask.sum(dim=(1, 2, 3)).clamp_min(1.0))).mean()
+
+
+@torch.no_grad()
+def validate_edges(model, cfg: "TrainConfig") -> float:
+    """End-to-end relative error of ``fnin`` (one Stage II solve with the edge net's
+    weights) on the fixed validation scenes, as :func:`synthetic.relative_error`."""
+    from .pipeline import build_input, integrate
+    from .synthetic import relative_error
+
+    model.eval()
+    errs = []
+    for i in range(cfg.val_scenes):
+        sc = make_scene(VAL_SEED0 + i, cfg.val_res, stack_prob=cfg.stack_prob, fold_prob=cfg.fold_prob)
+        inp = build_input(sc.normals, None, sc.mask, sc.K)
+        z = integrate(inp, "fnin", model=model, network_side=cfg.side).z
+        errs.append(relative_error(z[inp.mask], sc.unknown[inp.mask]))
+    model.train()
+    return float(np.mean(errs))
+
+
 @torch.no_grad()
 def validate(model, cfg: TrainConfig):
     """Stage I relative error on the fixed validation scenes (finest scale).
@@ -197,8 +240,9 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
         # inference, fnin.stage1, also runs without TF32)
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-    model = FNINet(cfg.net).to(device)  # initialised on the CPU generator, then moved
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    model = build_model(cfg).to(device)  # initialised on the CPU generator, then moved
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr,
+                            weight_decay=cfg.weight_decay)
     ckpt = run_dir / "checkpoint.pt"
     log = {"loss": [], "val": [], "seconds": 0.0}
     start = 0
@@ -227,6 +271,33 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
     return summary
 
 
+def build_model(cfg: TrainConfig) -> FNINet:
+    """A fresh model for ``cfg``; for the edges stage, Stage I comes from ``cfg.base`` and
+    is frozen (its config replaces ``cfg.net`` except the edge-net fields)."""
+    if cfg.stage == "network":
+        return FNINet(cfg.net)
+    if cfg.stage != "edges":
+        raise ValueError(f"unknown stage '{cfg.stage}' (network or edges)")
+    from dataclasses import replace
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    with safe_open(cfg.base, framework="pt") as fh:
+        base_net = json.loads((fh.metadata() or {}).get("net", "{}"))
+    base_net.pop("edge_width", None)
+    base_net.pop("edge_dilations", None)
+    cfg.net = replace(NetConfig(**base_net), edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
+    model = FNINet(cfg.net)
+    state = {k: v for k, v in load_file(cfg.base).items() if not k.startswith("edges.")}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or any(not k.startswith("edges.") for k in missing):
+        raise ValueError(f"{cfg.base}: not Stage I weights of this network")
+    for name, p in model.named_parameters():
+        p.requires_grad_(name.startswith("edges."))
+    return model
+
+
 def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, progress, max_seconds):
     # max_seconds bounds this invocation; log["seconds"] also counts the runs it resumes
     t_here = time.perf_counter()
@@ -234,15 +305,15 @@ def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, prog
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, step)
         lv, zg = feed.batch(step)
-        loss, _ = batch_loss(model, lv, zg, cfg.gamma)
+        loss = edge_loss(model, lv, zg, cfg) if cfg.stage == "edges" else batch_loss(model, lv, zg, cfg.gamma)[0]
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.grad_clip)
         opt.step()
         log["loss"].append([step + 1, loss.detach().item()])
         val = None
         if (step + 1) % cfg.val_every == 0 or step + 1 == cfg.steps:
-            val = validate(model, cfg)
+            val = validate_edges(model, cfg) if cfg.stage == "edges" else validate(model, cfg)
             log["val"].append([step + 1, val])
             if val < best:
                 best = val
@@ -267,7 +338,8 @@ def _save_checkpoint(run_dir, model, opt, step, log):
 def export_paths(out) -> list:
     """Everything :func:`export` writes for weights ``out``."""
     out = Path(out)
-    return [out, out.with_suffix(".json"), out.with_name("MODEL_CARD.md"), out.with_name(out.stem + "_curve.png")]
+    return [out, out.with_suffix(".json"), out.with_name("MODEL_CARD.md"), out.with_name(out.stem + "_curve.png"),
+            out.with_name(out.stem + "_stage1_curve.png")]
 
 
 def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
@@ -299,6 +371,14 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         "val_curve": log["val"],
         "first_losses": [x[1] for x in log["loss"][:5]],
     }
+    if cfg.stage == "edges":
+        base = Path(cfg.base)
+        base_card = base.with_suffix(".json")
+        card["base"] = {"weights": str(base), "sha256": hashlib.sha256(base.read_bytes()).hexdigest(),
+                        "card": json.loads(base_card.read_text()) if base_card.exists() else None}
+        base_curve = base.with_name(base.stem + "_curve.png")
+        if base_curve.exists():
+            out.with_name(out.stem + "_stage1_curve.png").write_bytes(base_curve.read_bytes())
     out.with_suffix(".json").write_text(json.dumps(card, indent=2))
     out.with_name("MODEL_CARD.md").write_text(model_card_markdown(card))
     losses = np.array([x[1] for x in log["loss"]])
@@ -309,7 +389,8 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         if log["val"]:
             v = np.array(log["val"])
             series["val rel. error"] = (v[:, 0], v[:, 1])
-        line_plot(out.with_name(out.stem + "_curve.png"), series, title="FNIN training", xlabel="step",
+        title = "FNIN edge net training" if cfg.stage == "edges" else "FNIN training"
+        line_plot(out.with_name(out.stem + "_curve.png"), series, title=title, xlabel="step",
                   logy=True)
     return {"weights": str(out), "sha256": sha}
 
@@ -324,6 +405,8 @@ def _machine(cfg: TrainConfig) -> str:
 def model_card_markdown(card: dict) -> str:
     """Human-readable model card from the JSON card written by :func:`export`."""
     cfg = card["train_config"]
+    if cfg.get("stage", "network") == "edges":
+        return _edges_card_markdown(card)
     val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
     return f"""# FNIN Stage I weights — model card
 
@@ -352,3 +435,50 @@ def model_card_markdown(card: dict) -> str:
 |---|---|
 {val}
 """
+
+
+def _edges_card_markdown(card: dict) -> str:
+    cfg = card["train_config"]
+    net = card["net"]
+    val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
+    base = card["base"]
+    stage1 = ""
+    if base.get("card"):
+        stage1 = model_card_markdown(base["card"]).replace("# FNIN Stage I weights — model card",
+                                                           "## Stage I (frozen while the edge net trained)", 1)
+        stage1 = stage1.replace("`fnin_curve.png`", "`fnin_stage1_curve.png`")
+    return f"""# FNIN weights — model card
+
+`{card['weights']}` (safetensors, {card['parameters']:,} parameters, sha256 `{card['sha256']}`;
+loaded with `safetensors`, no pickle) holds two stages, trained one after the other by
+`fnin train`: Stage I (the FNO pyramid, trained first, below) and the full-resolution
+edge net that gives Stage II its weights.
+
+## Edge net
+
+- **Produced by**: `{card['command']}` at commit `{card['commit']}`, seed {cfg['seed']},
+  {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
+- **Starts from**: Stage I weights `{base['weights']}` (sha256 `{base['sha256']}`), frozen.
+- **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes
+  {cfg['stack_prob']:.0%}, fold (self-occluding) scenes {cfg['fold_prob']:.0%}; the same camera,
+  noise, outlier and zeroed-patch model as Stage I.
+- **Input**: Stage I's unknown z_R at a network cap of {cfg['side']} px, upsampled to full
+  resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
+  w_u-, w_v- per pixel. **Target**: BiNI's weights of the *true* unknown (k = 2),
+  binary cross-entropy weighted by 1 + {cfg['edge_alpha']} |2t - 1|.
+- **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
+  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.
+- **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
+  {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']}.
+- **Selection**: the checkpoint with the lowest end-to-end relative error of `fnin` (one
+  Stage II solve) on {cfg['val_scenes']} fixed synthetic scenes at {cfg['val_res']}x{cfg['val_res']}
+  (seeds from {VAL_SEED0}, never trained on): step {card['selected_step']}, {card['val_rel_error']:.4f}.
+  DiLiGenT was not used for training or selection.
+- **First losses** (for the determinism test): {', '.join(f'{x:.6f}' for x in card['first_losses'])}.
+- **Loss curve**: `fnin_curve.png`.
+
+| step | validation end-to-end rel. error |
+|---|---|
+{val}
+
+{stage1}"""
