@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What runs on the lent GPU machine (the `device` tool), from the repo root there.
 #   bash benchmarks/device_run.sh check   # env, CUDA solver/timing check, training probe, tests
-#   bash benchmarks/device_run.sh train MINUTES CONFIG...   # concurrent GPU training runs
+#   bash benchmarks/device_run.sh train MINUTES CONFIG...   # concurrent GPU training runs (workers: the configs')
 # Needs the carried folders .whl (wheels of pyamg, pypng, plyfile, trimesh, OpenEXR, which
 # that image lacks) and .devdata/diligent (a copy of ../shared/data/diligent).
 # Results land in $OUT (at most 8 files come back).
@@ -42,7 +42,7 @@ if [ "$mode" = train ]; then
   mkdir -p runs; i=0
   for cfg in "$@"; do
     name=$(basename "$cfg" .json)
-    $fnin train --config "$cfg" --device cuda --workers 4 --run-dir "runs/$name" \
+    $fnin train --config "$cfg" --device cuda --run-dir "runs/$name" \
       --out "runs/$name/out/fnin.safetensors" --max-minutes "$minutes" --json > "runs/$name.log" 2>&1 &
     i=$((i + 1))
   done

@@ -141,7 +141,7 @@ def network_outputs(model: FNINet, inp, device="cpu", side: int = NETWORK_SIDE, 
     use_edges = edges and model.edges is not None
     with full_float32():
         z, omega = model.capped(lv, side, attention=not use_edges)
-        p = torch.sigmoid(model.edges(z, lv))[0].double().cpu().numpy() if use_edges else None
+        p = model.edge_probabilities(z, lv)[0].double().cpu().numpy() if use_edges else None
     om_img = omega[0, 0].double().cpu().numpy() if omega is not None else None
     return z[0, 0].double().cpu().numpy(), om_img, p
 

@@ -493,6 +493,27 @@ class FNINet(nn.Module):
             outs.append((lvl, z, omega))
         return outs
 
+    @torch.no_grad()
+    def edge_probabilities(self, z, lv: Level):
+        """The edge net's w_u-, w_v- (B,2,H,W) for one image, run on the mask's bounding
+        box widened by the receptive field's radius: the same numbers inside the mask as
+        on the whole frame (which costs up to 2-3x more on DiLiGenT's frames)."""
+        margin = sum(int(d) for d in self.cfg.edge_dilations) + 1
+        m = lv.mask[0, 0] > 0
+        rows, cols = torch.nonzero(m.any(dim=1)), torch.nonzero(m.any(dim=0))
+        h, w = m.shape
+        if rows.numel() == 0:
+            return torch.zeros(1, 2, h, w, device=z.device)
+        r0, r1 = max(0, int(rows[0]) - margin), min(h, int(rows[-1]) + 1 + margin)
+        c0, c1 = max(0, int(cols[0]) - margin), min(w, int(cols[-1]) + 1 + margin)
+        K = lv.K.clone()
+        persp = (K[:, 0, 0] > 0).to(K.dtype)
+        K[:, 0, 2] -= c0 * persp
+        K[:, 1, 2] -= r0 * persp
+        sub = Level(lv.normals[..., r0:r1, c0:c1], lv.mask[..., r0:r1, c0:c1], K, lv.pixel)
+        p = torch.sigmoid(self.edges(z[..., r0:r1, c0:c1], sub)) * sub.mask
+        return F.pad(p, (c0, w - c1, r0, h - r1))
+
     def capped(self, lv: Level, side: int, attention: bool = True):
         """Run the pyramid up to the finest level whose short side is <= ``side`` and
         upsample its unknown (and omega) to ``lv``'s resolution: z_R for Stage II."""

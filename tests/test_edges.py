@@ -1,0 +1,131 @@
+"""The edge net: BiNI targets in torch, the cropped inference, the edges training stage."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from fnin_cli import fnin as F
+from fnin_cli.network import FNINet, NetConfig, bini_targets, one_sided, one_sided_differences
+from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.solvers import bini_weights
+from fnin_cli.synthetic import make_scene
+from fnin_cli.train import TrainConfig, build_model, export, make_batch, train
+from fnin_cli.wls import NormalSystem
+
+torch.set_num_threads(1)
+
+
+def _level(inp):
+    return F._level_from_input(inp, torch.device("cpu"))
+
+
+@pytest.mark.parametrize("ortho", [False, True])
+def test_bini_targets_equal_the_solver_weights(ortho):
+    """network.bini_targets (torch, batched) = solvers.bini_weights (numpy) on a true surface."""
+    sc = make_scene(11, 48, 40, ortho_prob=1.0 if ortho else 0.0, fold_prob=1.0)
+    pixel = 1.0 / 48 if ortho else None
+    unknown = sc.unknown * (pixel if ortho else 1.0)
+    inp = build_input(sc.normals, None, sc.mask, sc.K, pixel_size=pixel)
+    s = NormalSystem(inp.normals, inp.mask, inp.camera)
+    lv = _level(inp)
+    z = torch.from_numpy(np.where(inp.mask, unknown, 0.0)).float()[None, None]
+    t = bini_targets(z, lv)[0].double().numpy()
+    w = bini_weights(s, unknown[inp.mask])
+    assert 0.001 < np.mean(np.abs(w["u-"] - 0.5) > 0.4) < 0.5      # real jumps are in the target
+    np.testing.assert_allclose(t[0][inp.mask], w["u-"], atol=2e-3)
+    np.testing.assert_allclose(t[1][inp.mask], w["v-"], atol=2e-3)
+    r = s.residuals(unknown[inp.mask])
+    d = s.differences(unknown[inp.mask])
+    for i, key in enumerate(("u+", "u-", "v+", "v-")):
+        np.testing.assert_allclose(one_sided(z, lv)[0, i].double().numpy()[inp.mask], r[key], rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(one_sided_differences(z, lv)[0][0, i].double().numpy()[inp.mask], d[key],
+                                   rtol=1e-3, atol=1e-3)
+
+
+def _edge_model(seed=0, width=4):
+    torch.manual_seed(seed)
+    return FNINet(NetConfig(edge_width=width, edge_dilations=(1, 2, 1))).eval()
+
+
+def test_cropped_edge_inference_equals_the_whole_frame():
+    """edge_probabilities runs on the mask's box plus the receptive field: same numbers."""
+    model = _edge_model()
+    sc = make_scene(5, 90, 120, fold_prob=1.0)
+    mask = sc.mask.copy()
+    mask[:30], mask[:, :40], mask[:, 100:] = False, False, False
+    inp = build_input(sc.normals, None, mask, sc.K)
+    lv = _level(inp)
+    with torch.no_grad():
+        z, _ = model.capped(lv, 64, attention=False)
+        whole = torch.sigmoid(model.edges(z, lv)) * lv.mask
+    crop = model.edge_probabilities(z, lv)
+    assert crop.shape == whole.shape
+    assert float((crop - whole).abs().max()) < 1e-6
+
+
+def test_edge_weights_are_bini_layout_and_reach_stage2():
+    model = _edge_model()
+    sc = make_scene(7, 40, fold_prob=1.0)
+    inp = build_input(sc.normals, None, sc.mask, sc.K)
+    s = NormalSystem(inp.normals, inp.mask, inp.camera)
+    z_img, om, p = F.network_outputs(model, inp, "cpu")
+    assert om is None and p.shape == (2, 40, 40)
+    w = F.edge_weights(s, p)
+    np.testing.assert_allclose(w["u+"] + w["u-"], 1.0)
+    np.testing.assert_allclose(w["v-"], p[1][inp.mask])
+    r = integrate(inp, "fnin", model=model)
+    z, _ = F.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
+    np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
+    # without an edge net the attention map still gives the weights
+    plain = FNINet(NetConfig()).eval()
+    assert F.network_outputs(plain, inp, "cpu")[2] is None
+
+
+def _save_stage1(tmp_path):
+    """A small Stage I model exported as `fnin train` would, to start the edges stage from."""
+    cfg = TrainConfig(steps=1, batch=1, res=32, fine_steps=0, val_every=10**9, ckpt_every=10**9, threads=1,
+                      net=NetConfig(width=4, modes=4, proj=8, att_width=4, min_side=16))
+    torch.manual_seed(0)
+    model = FNINet(cfg.net)
+    log = {"loss": [[1, 1.0]], "val": [[1, 0.9]], "seconds": 1.0}
+    out = tmp_path / "base" / "fnin.safetensors"
+    export(model, cfg, log, out, command="fnin train (test)")
+    return out, model
+
+
+def test_edges_stage_trains_only_the_edge_net_and_lowers_its_loss(tmp_path):
+    base, stage1 = _save_stage1(tmp_path)
+    cfg = TrainConfig(stage="edges", base=str(base), steps=12, batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1,
+                      val_every=6, val_scenes=2, val_res=32, ckpt_every=6, threads=1, fold_prob=1.0, side=16,
+                      net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)))
+    out = tmp_path / "run" / "fnin.safetensors"
+    summary = train(cfg, tmp_path / "run", out=out, command="fnin train --stage edges (test)")
+    log = json.loads((tmp_path / "run" / "log.json").read_text())
+    losses = [x[1] for x in log["loss"]]
+    assert np.mean(losses[-4:]) < np.mean(losses[:4])
+    assert len(log["val"]) == 2 and all(0 < v < 2 for _, v in log["val"])
+    model = F._load(str(out), "cpu")
+    assert model.edges is not None and model.cfg.min_side == 16
+    for name, p in stage1.state_dict().items():      # Stage I frozen, bit for bit
+        assert torch.equal(model.state_dict()[name], p), name
+    card = json.loads(out.with_suffix(".json").read_text())
+    assert card["base"]["card"]["command"] == "fnin train (test)" and card["sha256"] == summary["sha256"]
+    md = out.with_name("MODEL_CARD.md").read_text()
+    assert "## Edge net" in md and "## Stage I" in md and "fnin train (test)" in md
+    # the same seed gives the same run
+    train(cfg, tmp_path / "again", out=None)
+    again = json.loads((tmp_path / "again" / "log.json").read_text())
+    np.testing.assert_allclose([x[1] for x in again["loss"]], losses, rtol=1e-5)
+
+
+def test_edges_stage_rejects_weights_of_another_network(tmp_path):
+    from safetensors.torch import save_file
+
+    bad = tmp_path / "bad.safetensors"
+    save_file({"x": torch.zeros(2)}, str(bad), metadata={"net": "{}"})
+    with pytest.raises(ValueError, match="not Stage I weights"):
+        build_model(TrainConfig(stage="edges", base=str(bad), net=NetConfig(edge_width=4)))
+    with pytest.raises(ValueError, match="unknown stage"):
+        build_model(TrainConfig(stage="both"))
