@@ -186,7 +186,8 @@ def validate_edges(model, cfg: "TrainConfig") -> float:
     for i in range(cfg.val_scenes):
         sc = make_scene(VAL_SEED0 + i, cfg.val_res, stack_prob=cfg.stack_prob, fold_prob=cfg.fold_prob)
         inp = build_input(sc.normals, None, sc.mask, sc.K)
-        z = integrate(inp, "fnin", model=model, network_side=cfg.side).z
+        # Stage II by AMG on the CPU wherever the network trains (as inference on a CPU)
+        z = integrate(inp, "fnin", model=model, network_side=cfg.side, solver="amg").z
         errs.append(relative_error(z[inp.mask], sc.unknown[inp.mask]))
     model.train()
     return float(np.mean(errs))
