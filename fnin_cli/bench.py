@@ -286,25 +286,49 @@ def machine_info(threads: int, device: str) -> dict:
 
 # ------------------------------------------------------------------ one run
 
-def _warm_up(method: str, device: str, refine: int):
+def _model_info(model_path) -> dict:
+    """Which FNIN weights a report measured: path and sha256 (an unreadable file fails here)."""
+    import hashlib
+
+    from .fnin import DEFAULT_WEIGHTS, load_model
+
+    path = Path(model_path) if model_path is not None else DEFAULT_WEIGHTS
+    load_model(path, "cpu")   # FninError (one line) for a missing or broken file, before any run
+    return {"weights": "bundled" if model_path is None else str(path),
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def _model_for(method: str, device: str, model_path):
+    """The FNIN weights at ``model_path`` for a network method (None: the bundled ones)."""
+    from .pipeline import NETWORK_METHODS
+
+    if model_path is None or method not in NETWORK_METHODS:
+        return None
+    from .fnin import load_model
+
+    return load_model(model_path, device)
+
+
+def _warm_up(method: str, device: str, refine: int, model_path=None):
     from .pipeline import integrate
 
     seed, ortho, size = WARMUP_CASE
     inp, _ = Case("warmup", "synthetic", seed=seed, size=size, ortho=ortho).load()
-    integrate(inp, method, refine=refine, device=device)
+    integrate(inp, method, refine=refine, device=device, model=_model_for(method, device, model_path))
 
 
 def run_one(case: Case, method: str, refine: int = 0, device: str = "auto", out_dir=None,
-            mesh: bool = False) -> dict:
+            mesh: bool = False, model_path=None) -> dict:
     """Load, integrate, measure and (optionally) write one case with one method."""
     from .pipeline import integrate
 
     t0 = time.perf_counter()
     inp, gt = case.load()
     t_load = time.perf_counter() - t0
+    model = _model_for(method, device, model_path)   # loading it is not timed (as the bundled one's cache)
     with PeakMemory() as mem:
         t1 = time.perf_counter()
-        res = integrate(inp, method, refine=refine, device=device)
+        res = integrate(inp, method, refine=refine, device=device, model=model)
         cuda_synchronize()
         seconds = time.perf_counter() - t1
     err = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)
@@ -340,10 +364,10 @@ def _child_main():
     threads = limit_threads(job["threads"], torch=True if job["method"].startswith("fnin") else None)
     try:
         if job["warmup"]:
-            _warm_up(job["method"], job["device"], job["refine"])
+            _warm_up(job["method"], job["device"], job["refine"], job["model"])
             threads.apply()  # libraries the warm-up loaded
         rec = run_one(Case(**job["case"]), job["method"], job["refine"], job["device"],
-                      job["out_dir"], job["mesh"])
+                      job["out_dir"], job["mesh"], job["model"])
     except FninError as exc:
         rec = {"status": "failed", "error": str(exc)}
     except Exception as exc:  # report, never crash the parent's run
@@ -351,12 +375,13 @@ def _child_main():
     sys.stdout.write("\n" + json.dumps(rec) + "\n")
 
 
-def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup) -> dict:
+def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, model_path=None) -> dict:
     env = dict(os.environ)
     for var in THREAD_ENV:
         env[var] = str(threads)
     job = {"case": asdict(case), "method": method, "threads": threads, "refine": refine, "device": device,
-           "out_dir": None if out_dir is None else str(out_dir), "mesh": mesh, "warmup": warmup}
+           "out_dir": None if out_dir is None else str(out_dir), "mesh": mesh, "warmup": warmup,
+           "model": None if model_path is None else str(model_path)}
     proc = subprocess.run([sys.executable, "-c", "from fnin_cli.bench import _child_main; _child_main()"],
                           input=json.dumps(job), capture_output=True, text=True, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -370,14 +395,15 @@ def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup) 
 
 def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = True, out_dir=None,
               mesh: bool = False, progress=None, refine: int = 0, device: str = "auto",
-              isolate: bool = False, dataset: str | None = None) -> dict:
+              isolate: bool = False, dataset: str | None = None, model_path=None) -> dict:
     """Run every method on every case; return the report (SPEC's JSON schema).
 
     ``cases`` is a list of :class:`Case` or a source name for :func:`resolve_cases`.
     ``progress(done, total, case, method)`` is called before each run and once at the end
-    (with ``case=method=None``).
+    (with ``case=method=None``). ``model_path``: FNIN weights for the network methods
+    (default: the bundled ones).
     """
-    from .pipeline import METHODS
+    from .pipeline import METHODS, NETWORK_METHODS
 
     if isinstance(cases, str):
         dataset, cases = resolve_cases(cases)
@@ -412,6 +438,7 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
         "warmup": None,
         "refine": refine,
         "isolate": isolate,
+        "model": _model_info(model_path) if any(m in NETWORK_METHODS for m in methods) else None,
         "cases": {},
         "mean": {},
     }
@@ -424,7 +451,7 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
         if not isolate:
             for m in methods:
                 try:
-                    _warm_up(m, device, refine)
+                    _warm_up(m, device, refine, model_path)
                 except Exception:  # the timed run will report the failure properly
                     pass
             # libraries loaded during the warm-up (scipy's BLAS, torch) get the same count
@@ -437,10 +464,10 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
                 if progress is not None:
                     progress(done, total, case.name, m)
                 if isolate:
-                    rec = _run_isolated(case, m, threads, refine, device, out_dir, mesh, warmup)
+                    rec = _run_isolated(case, m, threads, refine, device, out_dir, mesh, warmup, model_path)
                 else:
                     try:
-                        rec = run_one(case, m, refine, device, out_dir, mesh)
+                        rec = run_one(case, m, refine, device, out_dir, mesh, model_path)
                     except FninError as exc:
                         rec = {"status": "failed", "error": str(exc)}
                     except Exception as exc:

@@ -274,8 +274,15 @@ def train(
         _die("--workers must be 0 or more")
     if cfg.stage not in ("network", "edges"):
         _die(f"stage '{cfg.stage}': use network or edges")
-    if cfg.stage == "edges" and not Path(cfg.base).is_file():
-        _die(f"{cfg.base or '(none)'}: the edges stage needs --base, the trained Stage I weights")
+    if cfg.stage == "edges":
+        from .train import read_base
+
+        if not Path(cfg.base).is_file():
+            _die(f"{cfg.base or '(none)'}: the edges stage needs --base, the trained Stage I weights")
+        try:
+            read_base(cfg.base)
+        except ValueError as exc:
+            _die(str(exc))
     if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):
         _die(f"--device {cfg.device}: training runs on cpu or cuda")
     if cfg.device.startswith("cuda"):
@@ -337,6 +344,8 @@ def bench(
     convention: str = typer.Option("ps", "--convention", help="normal-map file convention of folder cases"),
     isolate: bool = typer.Option(False, "--isolate", help="each case and method in a fresh subprocess"),
     warmup: bool = typer.Option(True, "--warmup/--no-warmup", help="untimed warm-up run per method"),
+    model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights for the network methods "
+                                         "(default: the bundled ones)"),
 ):
     """Accuracy (MADE after median scale/offset) and speed of the methods on data with ground truth."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -352,6 +361,10 @@ def bench(
             _die(f"{p.parent}: output folder does not exist; create it first")
     try:
         dataset, cases = resolve_cases(source, data=data, pixel_size=pixel_size, convention=convention)
+        if model is not None:
+            from .fnin import load_model
+
+            load_model(model, "cpu")   # a missing or broken file stops here, before the progress bar
     except FninError as exc:
         _die(str(exc))
     console = _stderr_console()
@@ -364,7 +377,8 @@ def bench(
 
         try:
             report = run_bench(cases, wanted, threads=threads, warmup=warmup, out_dir=out_dir, mesh=mesh,
-                               progress=cb, refine=refine, device=device, isolate=isolate, dataset=dataset)
+                               progress=cb, refine=refine, device=device, isolate=isolate, dataset=dataset,
+                               model_path=model)
         except FninError as exc:
             _die(str(exc))
     console.print(rich_table(report))

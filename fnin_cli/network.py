@@ -17,6 +17,13 @@ synthetic data with random intrinsics:
 - the attention net sees the four one-sided residuals (normal units, log-compressed)
   in addition to SPEC's ``dis`` feature, so it need not learn to cancel the slope.
 
+Beyond the paper, an optional *edge net* (``EdgeNet``, ``NetConfig.edge_width`` > 0) gives
+Stage II its weights: dilated convolutions at full resolution over the upsampled z_R and
+the normals, trained (``fnin train``, stage ``edges``, Stage I frozen) against BiNI's
+weights of the true surface. Why: the attention map above, learnt only through the
+detail-weighted loss, left Stage II no better than uniform weights on DiLiGenT (4.216 vs
+4.226 mm), while BiNI's weights of the true depth with the network's z_R give 1.72 mm.
+
 Everything is batched over (B, C, H, W) float32 tensors.
 """
 

@@ -272,6 +272,27 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
     return summary
 
 
+def read_base(path) -> tuple:
+    """(NetConfig without edge net, Stage I state) of trained weights; ValueError if ``path``
+    is not FNIN weights (any edge net in it is dropped: the edges stage trains a new one)."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            net = json.loads((fh.metadata() or {}).get("net", "{}"))
+        net.pop("edge_width", None)
+        net.pop("edge_dilations", None)
+        cfg = NetConfig(**net)
+        state = {k: v for k, v in load_file(str(path)).items() if not k.startswith("edges.")}
+    except Exception as exc:
+        raise ValueError(f"{path}: cannot read FNIN weights ({str(exc).splitlines()[0][:80]})") from None
+    missing, unexpected = FNINet(cfg).load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"{path}: not Stage I weights of this network")
+    return cfg, state
+
+
 def build_model(cfg: TrainConfig) -> FNINet:
     """A fresh model for ``cfg``; for the edges stage, Stage I comes from ``cfg.base`` and
     is frozen (its config replaces ``cfg.net`` except the edge-net fields)."""
@@ -281,19 +302,10 @@ def build_model(cfg: TrainConfig) -> FNINet:
         raise ValueError(f"unknown stage '{cfg.stage}' (network or edges)")
     from dataclasses import replace
 
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    with safe_open(cfg.base, framework="pt") as fh:
-        base_net = json.loads((fh.metadata() or {}).get("net", "{}"))
-    base_net.pop("edge_width", None)
-    base_net.pop("edge_dilations", None)
-    cfg.net = replace(NetConfig(**base_net), edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
+    base_net, state = read_base(cfg.base)
+    cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
     model = FNINet(cfg.net)
-    state = {k: v for k, v in load_file(cfg.base).items() if not k.startswith("edges.")}
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if unexpected or any(not k.startswith("edges.") for k in missing):
-        raise ValueError(f"{cfg.base}: not Stage I weights of this network")
+    model.load_state_dict(state, strict=False)
     for name, p in model.named_parameters():
         p.requires_grad_(name.startswith("edges."))
     return model

@@ -323,3 +323,26 @@ def test_diligent_bench_reproduces_bini_and_matches_api(tmp_path):
     with np.load(DILIGENT / "cat" / "depth_gt.npz") as f:
         want = align_and_errors(integrate(inp, "bini").depth, f["depth_gt"], inp.mask, perspective=True)
     assert report["cases"]["cat"]["bini"]["made_mm"] == want["made"]
+
+
+def test_model_option_measures_other_weights(tmp_path):
+    """--model: the network methods run with the given weights (recorded with its sha256);
+    bundled and given weights differ in their numbers; a broken file is a one-line error."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from helpers_cli import write_random_model
+
+    model = write_random_model(tmp_path / "net.safetensors")
+    cases = synthetic_cases(TINY[:1], size=48)
+    mine = run_bench(cases, ["fnin", "wls"], warmup=False, model_path=model)
+    bundled = run_bench(cases, ["fnin"], warmup=False)
+    assert mine["model"]["weights"] == str(model) and bundled["model"]["weights"] == "bundled"
+    assert len(mine["model"]["sha256"]) == 64 and mine["model"]["sha256"] != bundled["model"]["sha256"]
+    assert mine["cases"]["persp-01"]["fnin"]["made_mm"] != bundled["cases"]["persp-01"]["fnin"]["made_mm"]
+    iso = run_bench(cases, ["fnin"], warmup=False, model_path=model, isolate=True)
+    assert iso["cases"]["persp-01"]["fnin"]["made_mm"] == mine["cases"]["persp-01"]["fnin"]["made_mm"]
+    assert run_bench(cases, ["wls"], warmup=False, model_path=model)["model"] is None
+    broken = tmp_path / "broken.safetensors"
+    broken.write_text("no")
+    p = run_cli("bench", "synthetic", "--methods", "fnin", "--model", broken)
+    assert p.returncode == 2 and len([x for x in p.stderr.splitlines() if x.strip()]) == 1, p.stderr
+    assert "broken.safetensors" in p.stderr

@@ -368,6 +368,40 @@ def test_train_cli_bad_config_file(tmp_path):
     assert r.exit_code == 2 and "bad config" in r.stderr
 
 
+def test_train_cli_edges_stage_end_to_end(tmp_path):
+    """Stage I, then the edges stage on it (--base), then `integrate --model` with the result."""
+    cfg, base = _tiny_config(tmp_path), tmp_path / "base" / "w.safetensors"
+    base.parent.mkdir()
+    assert invoke(["train", "--config", cfg, "--run-dir", tmp_path / "run", "--out", base]).exit_code == 0
+    edges = tmp_path / "edges.json"
+    edges.write_text(json.dumps({**TINY_TRAIN, "stage": "edges", "side": 16, "fold_prob": 1.0,
+                                 "net": {"edge_width": 4, "edge_dilations": [1, 2, 1]}}))
+    out = tmp_path / "e" / "fnin.safetensors"
+    r = invoke(["train", "--config", edges, "--base", base, "--run-dir", tmp_path / "e", "--out", out, "--json"])
+    assert r.exit_code == 0, r.stderr
+    card = json.loads(out.with_suffix(".json").read_text())
+    assert card["train_config"]["stage"] == "edges" and "--base" in card["command"]
+    assert card["base"]["card"]["weights"] == "w.safetensors"
+    c = write_case(tmp_path, seed=31)
+    r = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--model", out, "-o",
+                tmp_path / "m.ply", "--weights", tmp_path / "w.npy", "--json", "--device", "cpu"])
+    assert r.exit_code == 0, r.stderr
+    w = np.load(tmp_path / "w.npy")
+    assert np.nanmin(w) >= 0 and np.nanmax(w) <= 1
+
+
+@pytest.mark.parametrize("base, message", [(None, "needs --base"), ("missing.safetensors", "needs --base"),
+                                           ("notes.safetensors", "cannot read FNIN weights")])
+def test_train_cli_edges_stage_bad_base_is_a_one_line_error(tmp_path, base, message):
+    (tmp_path / "notes.safetensors").write_text("not weights")
+    edges = tmp_path / "edges.json"
+    edges.write_text(json.dumps({**TINY_TRAIN, "stage": "edges", "net": {"edge_width": 4}}))
+    extra = [] if base is None else ["--base", tmp_path / base]
+    r = invoke(["train", "--config", edges, "--run-dir", tmp_path / "run", *extra], cwd=tmp_path)
+    assert r.exit_code == 2 and message in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
 def test_network_side_option_reaches_the_network(tmp_path):
     """--network-side N is the API's network_side: bit-identical depth, and a different
     answer from the default cap on an image large enough to have a finer level."""

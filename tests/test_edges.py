@@ -127,5 +127,9 @@ def test_edges_stage_rejects_weights_of_another_network(tmp_path):
     save_file({"x": torch.zeros(2)}, str(bad), metadata={"net": "{}"})
     with pytest.raises(ValueError, match="not Stage I weights"):
         build_model(TrainConfig(stage="edges", base=str(bad), net=NetConfig(edge_width=4)))
+    notes = tmp_path / "notes.safetensors"
+    notes.write_text("not a weights file")
+    with pytest.raises(ValueError, match="cannot read FNIN weights"):
+        build_model(TrainConfig(stage="edges", base=str(notes), net=NetConfig(edge_width=4)))
     with pytest.raises(ValueError, match="unknown stage"):
         build_model(TrainConfig(stage="both"))
