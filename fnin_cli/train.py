@@ -254,6 +254,8 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
         start = int(state["step"])
         log = json.loads((run_dir / "log.json").read_text())
     log.setdefault("commit", git_commit())  # the code the run started from
+    if command:
+        log.setdefault("commands", []).append(command)   # every invocation of a resumed run
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     best = min((v for _, v in log["val"]), default=math.inf)
     t_start = time.perf_counter() - log["seconds"]
@@ -373,7 +375,8 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         "parameters": count_parameters(model),
         "net": cfg.net.to_dict(),
         "train_config": cfg.to_dict(),
-        "command": command,
+        "command": (log.get("commands") or [command])[0],
+        "resumed_with": (log.get("commands") or [])[1:],
         "commit": log.get("commit") or git_commit(),
         "steps": len(log["loss"]),
         "wall_seconds": round(log["seconds"], 1),
@@ -425,7 +428,7 @@ def model_card_markdown(card: dict) -> str:
 
 - **Weights**: `{card['weights']}` (safetensors, {card['parameters']:,} parameters,
   sha256 `{card['sha256']}`); loaded with `safetensors` (no pickle).
-- **Produced by**: `{card['command']}` at commit `{card['commit']}`, seed {cfg['seed']},
+- **Produced by**: `{card['command']}`{_resumed(card)} at commit `{card['commit']}`, seed {cfg['seed']},
   {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
 - **Data**: {card['data']}. Training resolution {cfg['res']}x{cfg['res']} (pyramid down to
   {card['net']['min_side']}), batch {cfg['batch']}; perspective cameras from f = 0.8 W to 7 W
@@ -450,6 +453,13 @@ def model_card_markdown(card: dict) -> str:
 """
 
 
+def _resumed(card: dict) -> str:
+    """The invocations that resumed the run, for the model card ('' for a run in one go)."""
+    more = card.get("resumed_with") or []
+    note = f" ({card['provenance_note']})" if card.get("provenance_note") else ""
+    return "".join(f", resumed by `{c}`" for c in more) + note
+
+
 def _edges_card_markdown(card: dict) -> str:
     cfg = card["train_config"]
     net = card["net"]
@@ -469,7 +479,7 @@ edge net that gives Stage II its weights.
 
 ## Edge net
 
-- **Produced by**: `{card['command']}` at commit `{card['commit']}`, seed {cfg['seed']},
+- **Produced by**: `{card['command']}`{_resumed(card)} at commit `{card['commit']}`, seed {cfg['seed']},
   {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
 - **Starts from**: Stage I weights `{base['weights']}` (sha256 `{base['sha256']}`), frozen.
 - **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes

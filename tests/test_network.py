@@ -101,8 +101,12 @@ def test_training_resumes_from_checkpoint(tmp_path):
     full = tmp_path / "full"
     train(TrainConfig(steps=10, **base), full)
     part = tmp_path / "part"
-    train(TrainConfig(steps=5, **base), part)
-    train(TrainConfig(steps=10, **base), part)  # resumes at step 5
+    train(TrainConfig(steps=5, **base), part, command="fnin train --steps 5")
+    train(TrainConfig(steps=10, **base), part, out=tmp_path / "w.safetensors",
+          command="fnin train --steps 10")  # resumes at step 5
+    card = json.loads((tmp_path / "w.json").read_text())   # the card names every invocation
+    assert card["command"] == "fnin train --steps 5" and card["resumed_with"] == ["fnin train --steps 10"]
+    assert "resumed by `fnin train --steps 10`" in (tmp_path / "MODEL_CARD.md").read_text()
     a = json.loads((full / "log.json").read_text())["loss"]
     b = json.loads((part / "log.json").read_text())["loss"]
     assert [s for s, _ in b] == list(range(1, 11))
