@@ -11,6 +11,10 @@ export PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   || { echo "wheel install failed"; exit 3; }
 export PYTHONPATH=/tmp/site:$PWD
+# model cards record the commit; this copy's .git may be stale, so take it from the file
+# written before the call: git rev-parse HEAD > .device_commit (git-ignored: name it in
+# the run's carry list with .whl and .devdata)
+[ -f .device_commit ] && export FNIN_COMMIT=$(cat .device_commit)
 mkdir -p ../shared && ln -sfn "$PWD/.devdata" ../shared/data
 fnin="python3 -m fnin_cli.cli"   # the console script is not installed there; `timeout` needs a command
 log=$OUT/log.txt

@@ -221,6 +221,12 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
 
 
 def git_commit() -> str:
+    """The commit of this checkout; ``FNIN_COMMIT`` overrides it (for machines whose copy of
+    the tree carries no, or a stale, ``.git``: the lent GPU reported an old commit)."""
+    import os
+
+    if os.environ.get("FNIN_COMMIT"):
+        return os.environ["FNIN_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                               cwd=Path(__file__).parent, timeout=5).stdout.strip() or "unknown"

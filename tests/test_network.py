@@ -113,6 +113,16 @@ def test_training_resumes_from_checkpoint(tmp_path):
     np.testing.assert_allclose([x for _, x in a], [x for _, x in b], rtol=1e-5)
 
 
+def test_fnin_commit_overrides_the_recorded_commit(monkeypatch):
+    """Regression: cards trained on the lent GPU recorded a stale commit from that copy's .git."""
+    from fnin_cli.train import git_commit
+
+    monkeypatch.setenv("FNIN_COMMIT", "abc1234")
+    assert git_commit() == "abc1234"
+    monkeypatch.delenv("FNIN_COMMIT")
+    assert git_commit() != "abc1234"
+
+
 def test_max_seconds_bounds_this_invocation_not_the_resumed_total(tmp_path):
     """Regression: resuming a run whose logged time exceeded --max-minutes stopped after
     one step (the limit was compared with the total time of all invocations)."""
