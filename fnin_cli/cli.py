@@ -281,7 +281,11 @@ def train(
             _die(f"{cfg.base or '(none)'}: the edges stage needs --base, the trained Stage I weights")
         try:
             read_base(cfg.base)
-        except ValueError as exc:
+            if cfg.init_edges:
+                from .train import build_model
+
+                build_model(TrainConfig.from_dict(cfg.to_dict()))   # the edge net to start from fits
+        except (ValueError, OSError) as exc:
             _die(str(exc))
     if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):
         _die(f"--device {cfg.device}: training runs on cpu or cuda")

@@ -59,6 +59,7 @@ class TrainConfig:
     workers: int = 0                  # processes generating scenes ahead (0: in the loop)
     stage: str = "network"            # "network" (Stage I) or "edges" (edge net on a frozen Stage I)
     base: str = ""                    # edges: the Stage I weights it starts from
+    init_edges: str = ""              # edges: start from this file's edge net (fine-tuning; "" = fresh)
     side: int = 64                    # edges: network cap giving z_R, as fnin.NETWORK_SIDE at inference
     edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
     net: NetConfig = field(default_factory=NetConfig)
@@ -314,6 +315,15 @@ def build_model(cfg: TrainConfig) -> FNINet:
     cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
     model = FNINet(cfg.net)
     model.load_state_dict(state, strict=False)
+    if cfg.init_edges:
+        from safetensors.torch import load_file
+
+        try:
+            edges = {k[len("edges."):]: v for k, v in load_file(cfg.init_edges).items() if k.startswith("edges.")}
+            model.edges.load_state_dict(edges)
+        except Exception as exc:
+            raise ValueError(f"{cfg.init_edges}: no edge net of this shape to start from "
+                             f"({str(exc).splitlines()[0][:80]})") from None
     for name, p in model.named_parameters():
         p.requires_grad_(name.startswith("edges."))
     return model

@@ -120,6 +120,24 @@ def test_edges_stage_trains_only_the_edge_net_and_lowers_its_loss(tmp_path):
     np.testing.assert_allclose([x[1] for x in again["loss"]], losses, rtol=1e-5)
 
 
+def test_edges_stage_can_start_from_a_trained_edge_net(tmp_path):
+    """init_edges: fine-tuning starts from that file's edge net (not a fresh one), and a
+    file without a fitting edge net is refused."""
+    base, _ = _save_stage1(tmp_path)
+    common = dict(stage="edges", base=str(base), batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1, val_every=10**9,
+                  ckpt_every=10**9, threads=1, fold_prob=1.0, side=16, net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)))
+    out = tmp_path / "a" / "fnin.safetensors"
+    train(TrainConfig(steps=4, **common), tmp_path / "a", out=out)
+    tuned = build_model(TrainConfig(steps=1, init_edges=str(out), **common))
+    fresh = build_model(TrainConfig(steps=1, **common))
+    trained = F._load(str(out), "cpu")
+    for k, v in trained.edges.state_dict().items():
+        assert torch.equal(tuned.edges.state_dict()[k], v)
+    assert not all(torch.equal(fresh.edges.state_dict()[k], v) for k, v in trained.edges.state_dict().items())
+    with pytest.raises(ValueError, match="no edge net of this shape"):
+        build_model(TrainConfig(steps=1, init_edges=str(base), **common))
+
+
 def test_edges_stage_rejects_weights_of_another_network(tmp_path):
     from safetensors.torch import save_file
 
