@@ -408,7 +408,9 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         base_card = base.with_suffix(".json")
         card["base"] = {"weights": str(base), "sha256": hashlib.sha256(base.read_bytes()).hexdigest(),
                         "card": json.loads(base_card.read_text()) if base_card.exists() else None}
-        base_curve = base.with_name(base.stem + "_curve.png")
+        base_is_edges = bool(card["base"]["card"]) and card["base"]["card"]["train_config"].get("stage") == "edges"
+        # Stage I's curve: the base's own, or the one a fine-tuned base carries
+        base_curve = base.with_name(base.stem + ("_stage1_curve.png" if base_is_edges else "_curve.png"))
         if base_curve.exists():
             out.with_name(out.stem + "_stage1_curve.png").write_bytes(base_curve.read_bytes())
     out.with_suffix(".json").write_text(json.dumps(card, indent=2))
@@ -476,13 +478,23 @@ def _resumed(card: dict) -> str:
     return "".join(f", resumed by `{c}`" for c in more) + note
 
 
+def _init(cfg: dict) -> str:
+    return f"; edge net fine-tuned from `{cfg['init_edges']}`" if cfg.get("init_edges") else "; edge net fresh"
+
+
 def _edges_card_markdown(card: dict) -> str:
     cfg = card["train_config"]
     net = card["net"]
     val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
     base = card["base"]
     stage1 = ""
-    if base.get("card"):
+    if base.get("card") and base["card"]["train_config"].get("stage") == "edges":
+        # fine-tuned: the whole card of the model it started from, one heading level down
+        inner = "\n".join("#" + ln if ln.startswith("#") else ln
+                           for ln in _edges_card_markdown(base["card"]).splitlines())
+        stage1 = inner.replace("## FNIN weights — model card", "## The model this one was fine-tuned from "
+                               "(its Stage I kept, its edge net the starting point)", 1)
+    elif base.get("card"):
         stage1 = model_card_markdown(base["card"]).replace("# FNIN Stage I weights — model card",
                                                            "## Stage I (frozen while the edge net trained)", 1)
         stage1 = stage1.replace("`fnin_curve.png`", "`fnin_stage1_curve.png`")
@@ -497,7 +509,7 @@ edge net that gives Stage II its weights.
 
 - **Produced by**: `{card['command']}`{_resumed(card)} at commit `{card['commit']}`, seed {cfg['seed']},
   {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
-- **Starts from**: Stage I weights `{base['weights']}` (sha256 `{base['sha256']}`), frozen.
+- **Starts from**: Stage I weights `{base['weights']}` (sha256 `{base['sha256']}`), frozen{_init(cfg)}.
 - **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes
   {cfg['stack_prob']:.0%}, fold (self-occluding) scenes {cfg['fold_prob']:.0%}; the same camera,
   noise, outlier and zeroed-patch model as Stage I.

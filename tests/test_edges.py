@@ -134,6 +134,12 @@ def test_edges_stage_can_start_from_a_trained_edge_net(tmp_path):
     for k, v in trained.edges.state_dict().items():
         assert torch.equal(tuned.edges.state_dict()[k], v)
     assert not all(torch.equal(fresh.edges.state_dict()[k], v) for k, v in trained.edges.state_dict().items())
+    # a fine-tuned model's card nests the card of the model it started from
+    out2 = tmp_path / "b" / "fnin.safetensors"
+    train(TrainConfig(steps=2, init_edges=str(out), **{**common, "base": str(out)}), tmp_path / "b", out=out2)
+    md = out2.with_name("MODEL_CARD.md").read_text()
+    assert "edge net fine-tuned from" in md and "## The model this one was fine-tuned from" in md
+    assert "### Stage I (frozen while the edge net trained)" in md
     with pytest.raises(ValueError, match="no edge net of this shape"):
         build_model(TrainConfig(steps=1, init_edges=str(base), **common))
 
