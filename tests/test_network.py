@@ -191,24 +191,30 @@ def test_bundled_stage1_beats_trivial_baseline_on_held_out_scenes():
 
 
 def _shipped_cards() -> dict:
-    """The shipped card and, inside it, the card of the Stage I it was trained on."""
+    """The shipped card and the cards nested in it: the edge net it was fine-tuned from
+    (trained fresh on the shipped Stage I) and the Stage I card."""
     card = json.loads(CARD.read_text())
     assert card["train_config"]["stage"] == "edges", "the shipped weights include the edge net"
-    return {"edges": card, "stage1": card["base"]["card"]}
+    start = card["base"]["card"]
+    assert start["train_config"]["stage"] == "edges" and not start["train_config"].get("init_edges")
+    return {"finetune": card, "edges": start, "stage1": start["base"]["card"]}
 
 
-@pytest.mark.parametrize("which", ["stage1", "edges"])
+@pytest.mark.parametrize("which", ["stage1", "edges", "finetune"])
 def test_training_is_deterministic_and_matches_model_card(tmp_path, which):
-    """Re-run each shipped stage's config for a few steps: the first logged losses match
-    its card (the edges stage starts from the Stage I inside the shipped file)."""
+    """Re-run each shipped training run's config for a few steps: the first logged losses
+    match its card. The edges runs start from the Stage I inside the shipped file; the
+    fine-tuning from the edge net it started from, kept as edge_net_start.safetensors."""
     card = _shipped_cards()[which]
     cfg = TrainConfig.from_dict(card["train_config"])
     n = 3
     cfg.steps, cfg.val_every, cfg.ckpt_every = n, 10**9, 10**9
     trained_on = cfg.device
     cfg.device, cfg.workers = "cpu", 0   # same scenes; the re-run is on this machine's CPU
-    if which == "edges":
+    if which != "stage1":
         cfg.base = str(F.DEFAULT_WEIGHTS)
+    if which == "finetune":
+        cfg.init_edges = str(F.WEIGHTS_DIR / "edge_net_start.safetensors")
     train(cfg, tmp_path / "run")
     log = json.loads((tmp_path / "run" / "log.json").read_text())
     # a GPU-trained card: float32 sums in another order, so agreement to round-off only.
