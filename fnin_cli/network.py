@@ -282,10 +282,8 @@ def edge_features(z, lv: "Level"):
     """The edge net's input (B, EDGE_FEATURES, H, W), 0 outside the mask."""
     m = lv.mask
     d, has = one_sided_differences(z, lv)
-    nrm = torch.cat([lv.normals[:, 0:1], lv.normals[:, 0:1], lv.normals[:, 1:2], lv.normals[:, 1:2]], dim=1)
-    r = d + nrm * has
-    sq = d * d
-    cmp = torch.tanh(torch.cat([sq[:, 0:1] - sq[:, 1:2], sq[:, 2:3] - sq[:, 3:4]], dim=1))
+    r = _add_normals(d, has, lv)
+    cmp = torch.tanh(_square_contrast(d))
     return torch.cat([torch.asinh(r), torch.asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
 
 
@@ -363,19 +361,29 @@ def one_sided_differences(z, lv: Level):
     return d, torch.cat([mr, ml, md, mt], dim=1)
 
 
+def _add_normals(d, has, lv: Level):
+    """Residuals from :func:`one_sided_differences`' output: d + n_x (u) / n_y (v) where defined."""
+    n = torch.cat([lv.normals[:, 0:1], lv.normals[:, 0:1], lv.normals[:, 1:2], lv.normals[:, 1:2]], dim=1)
+    return d + n * has
+
+
 def one_sided(z, lv: Level):
     """Residuals a * (one-sided difference) + n per direction (B,4,H,W), 0 where undefined."""
     d, has = one_sided_differences(z, lv)
-    n = torch.cat([lv.normals[:, 0:1], lv.normals[:, 0:1], lv.normals[:, 1:2], lv.normals[:, 1:2]], dim=1)
-    return d + n * has
+    return _add_normals(d, has, lv)
+
+
+def _square_contrast(d):
+    """d+^2 - d-^2 per axis (B,2,H,W): what BiNI's weights are a sigmoid of."""
+    sq = d * d
+    return torch.cat([sq[:, 0:1] - sq[:, 1:2], sq[:, 2:3] - sq[:, 3:4]], dim=1)
 
 
 def bini_targets(z, lv: Level, k: float = 2.0):
     """BiNI's w_u-, w_v- (B,2,H,W) from the unknown z: sigmoid_k(d+^2 - d-^2) per axis
     (``solvers.bini_weights`` in torch); w_u+ = 1 - w_u-, w_v+ = 1 - w_v-."""
     d, _ = one_sided_differences(z, lv)
-    sq = d * d
-    return torch.sigmoid(k * torch.cat([sq[:, 0:1] - sq[:, 1:2], sq[:, 2:3] - sq[:, 3:4]], dim=1))
+    return torch.sigmoid(k * _square_contrast(d))
 
 
 def central_grad(z, m):
