@@ -275,16 +275,12 @@ def train(
     if cfg.stage not in ("network", "edges"):
         _die(f"stage '{cfg.stage}': use network or edges")
     if cfg.stage == "edges":
-        from .train import read_base
+        from .train import build_model
 
         if not Path(cfg.base).is_file():
             _die(f"{cfg.base or '(none)'}: the edges stage needs --base, the trained Stage I weights")
-        try:
-            read_base(cfg.base)
-            if cfg.init_edges:
-                from .train import build_model
-
-                build_model(TrainConfig.from_dict(cfg.to_dict()))   # the edge net to start from fits
+        try:   # --base (and init_edges) fit, before the progress bar; on a copy (it sets cfg.net)
+            build_model(TrainConfig.from_dict(cfg.to_dict()))
         except (ValueError, OSError) as exc:
             _die(str(exc))
     if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .errors import FninError
 from .network import FNINet, Level, NetConfig

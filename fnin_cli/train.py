@@ -283,7 +283,8 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
 
 def read_base(path) -> tuple:
     """(NetConfig without edge net, Stage I state) of trained weights; ValueError if ``path``
-    is not FNIN weights (any edge net in it is dropped: the edges stage trains a new one)."""
+    is not a safetensors file with a network config (any edge net in it is dropped: the
+    edges stage trains its own)."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
@@ -296,9 +297,6 @@ def read_base(path) -> tuple:
         state = {k: v for k, v in load_file(str(path)).items() if not k.startswith("edges.")}
     except Exception as exc:
         raise ValueError(f"{path}: cannot read FNIN weights ({str(exc).splitlines()[0][:80]})") from None
-    missing, unexpected = FNINet(cfg).load_state_dict(state, strict=False)
-    if missing or unexpected:
-        raise ValueError(f"{path}: not Stage I weights of this network")
     return cfg, state
 
 
@@ -314,7 +312,9 @@ def build_model(cfg: TrainConfig) -> FNINet:
     base_net, state = read_base(cfg.base)
     cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
     model = FNINet(cfg.net)
-    model.load_state_dict(state, strict=False)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or any(not k.startswith("edges.") for k in missing):
+        raise ValueError(f"{cfg.base}: not Stage I weights of this network")
     if cfg.init_edges:
         from safetensors.torch import load_file
 
