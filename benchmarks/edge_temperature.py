@@ -24,11 +24,6 @@ from fnin_cli.wls import NormalSystem
 LAYOUTS = {"independent": (0.0, 0.0), "stacked": (1.0, 0.0), "fold": (0.0, 1.0)}
 
 
-def sharpen(p: np.ndarray, a: float) -> np.ndarray:
-    q = np.clip(p, 1e-7, 1 - 1e-7)
-    return 1.0 / (1.0 + np.exp(-a * np.log(q / (1 - q))))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weights", default=None)
@@ -55,7 +50,7 @@ def main():
             z_img, _, p = F.network_outputs(model, inp, "cpu")
             zr = z_img[s.mask]
             for f in factors:
-                w = F.edge_weights(s, sharpen(p, f))
+                w = F.edge_weights(s, p, sharpness=f)
                 z, _ = F.stage2(s, zr, None, "fnin", lam, "amg", weights=w)
                 errs[f].append(relative_error(z, gt))
         res[layout] = {str(f): float(np.mean(v)) for f, v in errs.items()}

@@ -74,13 +74,25 @@ def test_edge_weights_are_bini_layout_and_reach_stage2():
     assert om is None and p.shape == (2, 40, 40)
     w = F.edge_weights(s, p)
     np.testing.assert_allclose(w["u+"] + w["u-"], 1.0)
-    np.testing.assert_allclose(w["v-"], p[1][inp.mask])
+    np.testing.assert_allclose(w["v-"], F.sharpen(p[1][inp.mask], F.EDGE_SHARPNESS))
+    np.testing.assert_allclose(F.edge_weights(s, p, sharpness=1.0)["v-"], p[1][inp.mask])
     r = integrate(inp, "fnin", model=model)
     z, _ = F.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
     np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
     # without an edge net the attention map still gives the weights
     plain = FNINet(NetConfig()).eval()
     assert F.network_outputs(plain, inp, "cpu")[2] is None
+
+
+def test_sharpen_is_a_temperature_on_the_logit():
+    p = np.array([1e-9, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0])
+    np.testing.assert_array_equal(F.sharpen(p, 1.0), p)
+    two = F.sharpen(p, 2.0)
+    q = np.clip(p, 1e-7, 1 - 1e-7)
+    np.testing.assert_allclose(two, q * q / (q * q + (1 - q) ** 2), rtol=1e-9, atol=1e-12)   # a = 2 in closed form
+    np.testing.assert_allclose(F.sharpen(1 - p, 3.0), 1 - F.sharpen(p, 3.0), atol=1e-12)
+    assert np.all(np.diff(F.sharpen(p, 3.0)) >= 0) and F.sharpen(p, 3.0)[3] == 0.5
+    assert abs(F.sharpen(p, 3.0)[1] - 0.5) > abs(two[1] - 0.5) > abs(p[1] - 0.5)
 
 
 def _save_stage1(tmp_path):
