@@ -242,12 +242,13 @@ def train(
                                                 help="stop (resumably) after this long (this invocation)"),
     device: Optional[str] = typer.Option(None, "--device", help="cpu (default) or cuda"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes rendering scenes ahead (0: none)"),
-    base: Optional[Path] = typer.Option(None, "--base", help="edges stage: the trained Stage I weights to start from"),
+    base: Optional[Path] = typer.Option(None, "--base", help="edges / rounds stage: the trained weights to start from"),
     force: bool = typer.Option(False, "--force", help="overwrite existing --out weights and their card"),
     json_out: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
 ):
-    """Train FNIN on generated synthetic scenes (CPU friendly, resumable): Stage I, or with
-    a config of "stage": "edges" and --base, the edge net on a trained Stage I."""
+    """Train FNIN on generated synthetic scenes (CPU friendly, resumable): Stage I; with a
+    config of "stage": "edges" and --base, the edge net on a trained Stage I; with
+    "stage": "rounds" and --base, one more learned reweighting round on a model with an edge net."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from .train import TrainConfig, train as run_train
@@ -272,13 +273,13 @@ def train(
         _die(f"bad config: {exc}")
     if cfg.workers < 0:
         _die("--workers must be 0 or more")
-    if cfg.stage not in ("network", "edges"):
-        _die(f"stage '{cfg.stage}': use network or edges")
-    if cfg.stage == "edges":
+    if cfg.stage not in ("network", "edges", "rounds"):
+        _die(f"stage '{cfg.stage}': use network, edges or rounds")
+    if cfg.stage != "network":
         from .train import build_model
 
         if not Path(cfg.base).is_file():
-            _die(f"{cfg.base or '(none)'}: the edges stage needs --base, the trained Stage I weights")
+            _die(f"{cfg.base or '(none)'}: the {cfg.stage} stage needs --base, the trained weights to start from")
         try:   # --base (and init_edges) fit, before the progress bar; on a copy (it sets cfg.net)
             build_model(TrainConfig.from_dict(cfg.to_dict()))
         except (ValueError, OSError) as exc:

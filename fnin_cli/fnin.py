@@ -168,6 +168,26 @@ def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float = EDG
     return {"u+": 1.0 - wu, "u-": wu, "v+": 1.0 - wv, "v-": wv}
 
 
+@torch.no_grad()
+def learned_rounds(model: FNINet, system: NormalSystem, lv: Level, z_r: np.ndarray, z: np.ndarray,
+                   p_img: np.ndarray, lam: float, solver: str = "amg", rtol: float = SOLVE_RTOL,
+                   maxiter: int = 5000, rounds=None):
+    """The model's learned rounds after Stage II: each round net reads the last solution z
+    and the weights that gave it, proposes new weights, and the WLS (prior z_R, warm start
+    z) is solved again. ``lv``: the image as the network's input level (one image).
+    Returns (z, weights, last weights image); ``rounds`` limits which."""
+    dev = lv.mask.device
+    weights = edge_weights(system, p_img)
+    for net in (model.rounds if rounds is None else rounds):
+        z_t = torch.from_numpy(system.to_image(z, 0.0).astype(np.float32))[None, None].to(dev)
+        prev = torch.from_numpy(p_img.astype(np.float32))[None].to(dev)
+        with full_float32():
+            p_img = model.edge_probabilities(z_t, lv, net, prev)[0].double().cpu().numpy()
+        weights = edge_weights(system, p_img)
+        z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z, method=solver, rtol=rtol, maxiter=maxiter)
+    return z, weights, p_img
+
+
 def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool = True) -> dict:
     """Per-direction weights: the difference towards neighbour q weighs 1 - omega(q).
 
@@ -212,6 +232,11 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
         lin, rtol, maxiter = pick_solver(solver, net_device)
         z, weights = stage2(system, z_img[system.mask], om_img, method, lam, lin, k, rtol, maxiter, weights)
         seconds["solve"] = time.perf_counter() - t2
+        if p_img is not None and len(model.rounds):
+            t3 = time.perf_counter()
+            lv = _level_from_input(inp, net_device)
+            z, weights, _ = learned_rounds(model, system, lv, z_img[system.mask], z, p_img, lam, lin, rtol, maxiter)
+            seconds["rounds"] = time.perf_counter() - t3
     disc = om_img[system.mask] if om_img is not None and method != "fnin-s" else None
     return z, weights, disc, seconds
 

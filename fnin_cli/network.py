@@ -50,6 +50,8 @@ class NetConfig:
                              # (the domain is not periodic; 0 = the shipped model)
     edge_width: int = 0      # full-resolution edge net width (0: none; Stage II uses omega)
     edge_dilations: tuple = (1, 2, 4, 8, 4, 2, 1)   # its 3x3 conv layers (receptive field 45 px)
+    edge_rounds: int = 0     # learned reweighting rounds after the edge net's solve (EdgeNets that
+                             # also see the previous weights; 0: one solve, as the paper)
 
     def to_dict(self):
         return asdict(self)
@@ -249,17 +251,21 @@ class EdgeNet(nn.Module):
     the true unknown (:func:`bini_targets`).
     """
 
-    def __init__(self, cfg: NetConfig):
+    def __init__(self, cfg: NetConfig, extra: int = 0):
         super().__init__()
-        layers, cin = [], EDGE_FEATURES
+        layers, cin = [], EDGE_FEATURES + extra
         for d in cfg.edge_dilations:
             layers += [nn.Conv2d(cin, cfg.edge_width, 3, padding=int(d), dilation=int(d)), nn.GELU()]
             cin = cfg.edge_width
         layers.append(nn.Conv2d(cin, 2, 1))
         self.net = nn.Sequential(*layers)
 
-    def forward(self, z, lv: "Level"):
-        return self.net(edge_features(z, lv)) * lv.mask
+    def forward(self, z, lv: "Level", prev=None):
+        """Logits of w_u-, w_v-; ``prev`` (B,2,H,W): a round's previous weights in [0, 1]."""
+        feat = edge_features(z, lv)
+        if prev is not None:
+            feat = torch.cat([feat, (2.0 * prev - 1.0) * lv.mask], dim=1)
+        return self.net(feat) * lv.mask
 
 
 def view_cosine(lv: "Level"):
@@ -455,6 +461,8 @@ class FNINet(nn.Module):
         self.iterative = FNO(self.cfg)
         self.attention = AttentionNet(self.cfg)
         self.edges = EdgeNet(self.cfg) if self.cfg.edge_width > 0 else None
+        # a round reweights from a Stage II solution z and the weights that produced it
+        self.rounds = nn.ModuleList(EdgeNet(self.cfg, extra=2) for _ in range(self.cfg.edge_rounds))
 
     def step(self, net: FNO, z_hat, lv: Level):
         """One scale: z_new = z_hat + s * 2 tanh(FNO(residual / s, grid)), mean removed."""
@@ -509,10 +517,14 @@ class FNINet(nn.Module):
         return outs
 
     @torch.no_grad()
-    def edge_probabilities(self, z, lv: Level):
+    def edge_probabilities(self, z, lv: Level, net: EdgeNet | None = None, prev=None):
         """The edge net's w_u-, w_v- (B,2,H,W) for one image, run on the mask's bounding
         box widened by the receptive field's radius: the same numbers inside the mask as
-        on the whole frame (which costs up to 2-3x more on DiLiGenT's frames)."""
+        on the whole frame (which costs up to 2-3x more on DiLiGenT's frames).
+
+        ``net``: one of ``self.rounds`` instead, given z from a solve and its weights ``prev``.
+        """
+        net = self.edges if net is None else net
         margin = sum(int(d) for d in self.cfg.edge_dilations) + 1
         m = lv.mask[0, 0] > 0
         rows, cols = torch.nonzero(m.any(dim=1)), torch.nonzero(m.any(dim=0))
@@ -526,7 +538,8 @@ class FNINet(nn.Module):
         K[:, 0, 2] -= c0 * persp
         K[:, 1, 2] -= r0 * persp
         sub = Level(lv.normals[..., r0:r1, c0:c1], lv.mask[..., r0:r1, c0:c1], K, lv.pixel)
-        p = torch.sigmoid(self.edges(z[..., r0:r1, c0:c1], sub)) * sub.mask
+        prev = None if prev is None else prev[..., r0:r1, c0:c1]
+        p = torch.sigmoid(net(z[..., r0:r1, c0:c1], sub, prev)) * sub.mask
         return F.pad(p, (c0, w - c1, r0, h - r1))
 
     def capped(self, lv: Level, side: int, attention: bool = True):

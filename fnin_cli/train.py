@@ -1,10 +1,13 @@
 """Training FNIN on synthetic scenes (`fnin train`).
 
-Two stages, each its own run: ``stage="network"`` trains Stage I (the FNO pyramid and
+Three stages, each its own run: ``stage="network"`` trains Stage I (the FNO pyramid and
 its attention net) with the detail-weighted loss; ``stage="edges"`` freezes a trained
 Stage I (``base``) and trains the full-resolution edge net to give BiNI's weights of the
 true surface (``network.bini_targets``) from the network's z_R, selecting on the
-end-to-end error of one Stage II solve.
+end-to-end error of one Stage II solve; ``stage="rounds"`` freezes a model with an edge
+net (and any rounds it has) and trains one more learned round: a net that reads the
+last Stage II solution and its weights and gives new weights, for one more solve
+(targets and selection as for the edge net).
 
 Deterministic on CPU for a given seed and thread count: scene ``i`` of step ``s`` is
 ``make_scene(seed * 1_000_003 + s * batch + i)``; validation scenes use a disjoint
@@ -57,8 +60,11 @@ class TrainConfig:
     fold_prob: float = 0.0            # share of fold (self-occluding surface) scenes
     device: str = "cpu"               # cpu or cuda (TF32 off, so CPU and GPU losses agree)
     workers: int = 0                  # processes generating scenes ahead (0: in the loop)
-    stage: str = "network"            # "network" (Stage I) or "edges" (edge net on a frozen Stage I)
-    base: str = ""                    # edges: the Stage I weights it starts from
+    stage: str = "network"            # "network" (Stage I), "edges" (edge net on a frozen Stage I)
+                                      # or "rounds" (one more learned round on a frozen model)
+    base: str = ""                    # edges, rounds: the weights it starts from
+    init_round: str = "edges"         # rounds: start the new round from the edge net ("edges"; the
+                                      # extra inputs at 0), "" fresh, or a file's last round
     init_edges: str = ""              # edges: start from this file's edge net (fine-tuning; "" = fresh)
     side: int = 64                    # edges: network cap giving z_R, as fnin.NETWORK_SIDE at inference
     edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
@@ -164,21 +170,64 @@ def batch_loss(model, lv, z_gt, gamma):
 
 def edge_loss(model, lv, z_gt, cfg: "TrainConfig"):
     """Weighted BCE of the edge net's w_u-, w_v- against BiNI's weights of the true unknown."""
-    import torch.nn.functional as F
-
     with torch.no_grad():
         z, _ = model.capped(lv, cfg.side, attention=False)
         target = bini_targets(z_gt, lv)
-    logits = model.edges(z, lv)
-    weight = (1.0 + cfg.edge_alpha * (2.0 * target - 1.0).abs()) * lv.mask
+    return weighted_bce(model.edges(z, lv), target, lv.mask, cfg.edge_alpha)
+
+
+def weighted_bce(logits, target, mask, alpha: float):
+    """Per-scene mean over the mask of BCE weighted by 1 + alpha |2t - 1|, averaged over scenes."""
+    import torch.nn.functional as F
+
+    weight = (1.0 + alpha * (2.0 * target - 1.0).abs()) * mask
     bce = F.binary_cross_entropy_with_logits(logits, target, weight=weight, reduction="none")
-    return (bce.sum(dim=(1, 2, 3)) / (2.0 * lv.mask.sum(dim=(1, 2, 3)).clamp_min(1.0))).mean()
+    return (bce.sum(dim=(1, 2, 3)) / (2.0 * mask.sum(dim=(1, 2, 3)).clamp_min(1.0))).mean()
+
+
+@torch.no_grad()
+def round_inputs(model, lv, cfg: "TrainConfig"):
+    """What the newest round reads, per scene of a batch: the Stage II solution z (as an
+    image) and the weights that gave it, after the frozen edge net and earlier rounds; as
+    at inference (AMG on the CPU, the bounding-box edge net)."""
+    from . import fnin as FN
+    from .camera import Camera
+    from .pipeline import classic_lambda
+    from .wls import NormalSystem
+
+    z_r, _ = model.capped(lv, cfg.side, attention=False)
+    zs, ps = [], []
+    for b in range(lv.mask.shape[0]):
+        one = Level(lv.normals[b:b + 1], lv.mask[b:b + 1], lv.K[b:b + 1], lv.pixel[b:b + 1])
+        m = one.mask[0, 0].cpu().numpy() > 0
+        K = one.K[0].cpu().numpy().astype(np.float64)
+        cam = Camera(K) if K[0, 0] > 0 else Camera(None, float(one.pixel[0]))
+        system = NormalSystem(one.normals[0].permute(1, 2, 0).cpu().numpy().astype(np.float64), m, cam)
+        lam = classic_lambda(cam, m.shape)
+        zr = z_r[b, 0].cpu().numpy().astype(np.float64)[m]
+        p = model.edge_probabilities(z_r[b:b + 1], one)[0].double().cpu().numpy()
+        z, _ = FN.stage2(system, zr, None, "fnin", lam, "amg", weights=FN.edge_weights(system, p))
+        z, _, p = FN.learned_rounds(model, system, one, zr, z, p, lam, rounds=model.rounds[:-1])
+        zs.append(system.to_image(z, 0.0))
+        ps.append(p)
+    dev = lv.mask.device
+    return (torch.from_numpy(np.stack(zs)[:, None].astype(np.float32)).to(dev),
+            torch.from_numpy(np.stack(ps).astype(np.float32)).to(dev))
+
+
+def round_loss(model, lv, z_gt, cfg: "TrainConfig"):
+    """Weighted BCE of the newest round's weights against BiNI's weights of the true unknown."""
+    z, prev = round_inputs(model, lv, cfg)
+    with torch.no_grad():
+        target = bini_targets(z_gt, lv)
+    return weighted_bce(model.rounds[-1](z, lv, prev), target, lv.mask, cfg.edge_alpha)
 
 
 @torch.no_grad()
 def validate_edges(model, cfg: "TrainConfig") -> float:
-    """End-to-end relative error of ``fnin`` (one Stage II solve with the edge net's
-    weights) on the fixed validation scenes, as :func:`synthetic.relative_error`."""
+    """End-to-end relative error of ``fnin`` (a Stage II solve with the edge net's
+    weights, then the model's rounds) on the fixed validation scenes, as
+    :func:`synthetic.relative_error`."""
     from .pipeline import build_input, integrate
     from .synthetic import relative_error
 
@@ -281,34 +330,44 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
     return summary
 
 
-def read_base(path) -> tuple:
-    """(NetConfig without edge net, Stage I state) of trained weights; ValueError if ``path``
-    is not a safetensors file with a network config (any edge net in it is dropped: the
-    edges stage trains its own)."""
+def read_weights(path) -> tuple:
+    """(NetConfig, state) of a weights file; ValueError if ``path`` is not a safetensors
+    file with a network config."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 
     try:
         with safe_open(str(path), framework="pt") as fh:
             net = json.loads((fh.metadata() or {}).get("net", "{}"))
-        net.pop("edge_width", None)
-        net.pop("edge_dilations", None)
-        cfg = NetConfig(**net)
-        state = {k: v for k, v in load_file(str(path)).items() if not k.startswith("edges.")}
+        if "edge_dilations" in net:
+            net["edge_dilations"] = tuple(net["edge_dilations"])
+        return NetConfig(**net), load_file(str(path))
     except Exception as exc:
         raise ValueError(f"{path}: cannot read FNIN weights ({str(exc).splitlines()[0][:80]})") from None
-    return cfg, state
+
+
+def read_base(path) -> tuple:
+    """(NetConfig without edge net, Stage I state) of trained weights (any edge net and
+    rounds in it are dropped: the edges stage trains its own); ValueError as read_weights."""
+    from dataclasses import replace
+
+    cfg, state = read_weights(path)
+    cfg = replace(cfg, edge_width=0, edge_dilations=NetConfig.edge_dilations, edge_rounds=0)
+    return cfg, {k: v for k, v in state.items() if not k.startswith(("edges.", "rounds."))}
 
 
 def build_model(cfg: TrainConfig) -> FNINet:
-    """A fresh model for ``cfg``; for the edges stage, Stage I comes from ``cfg.base`` and
-    is frozen (its config replaces ``cfg.net`` except the edge-net fields)."""
-    if cfg.stage == "network":
-        return FNINet(cfg.net)
-    if cfg.stage != "edges":
-        raise ValueError(f"unknown stage '{cfg.stage}' (network or edges)")
+    """A fresh model for ``cfg``. The edges stage takes Stage I from ``cfg.base`` and
+    freezes it (its config replaces ``cfg.net`` except the edge-net fields); the rounds
+    stage takes the whole model from ``cfg.base``, freezes it and adds one round."""
     from dataclasses import replace
 
+    if cfg.stage == "network":
+        return FNINet(cfg.net)
+    if cfg.stage == "rounds":
+        return _build_rounds(cfg)
+    if cfg.stage != "edges":
+        raise ValueError(f"unknown stage '{cfg.stage}' (network, edges or rounds)")
     base_net, state = read_base(cfg.base)
     cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
     model = FNINet(cfg.net)
@@ -316,16 +375,53 @@ def build_model(cfg: TrainConfig) -> FNINet:
     if unexpected or any(not k.startswith("edges.") for k in missing):
         raise ValueError(f"{cfg.base}: not Stage I weights of this network")
     if cfg.init_edges:
-        from safetensors.torch import load_file
-
         try:
-            edges = {k[len("edges."):]: v for k, v in load_file(cfg.init_edges).items() if k.startswith("edges.")}
-            model.edges.load_state_dict(edges)
+            model.edges.load_state_dict(_sub_state(cfg.init_edges, "edges."))
         except Exception as exc:
             raise ValueError(f"{cfg.init_edges}: no edge net of this shape to start from "
                              f"({str(exc).splitlines()[0][:80]})") from None
+    _train_only(model, "edges.")
+    return model
+
+
+def _sub_state(path, prefix: str) -> dict:
+    from safetensors.torch import load_file
+
+    return {k[len(prefix):]: v for k, v in load_file(str(path)).items() if k.startswith(prefix)}
+
+
+def _train_only(model, prefix: str):
     for name, p in model.named_parameters():
-        p.requires_grad_(name.startswith("edges."))
+        p.requires_grad_(name.startswith(prefix))
+
+
+def _build_rounds(cfg: TrainConfig) -> FNINet:
+    from dataclasses import replace
+
+    base_net, state = read_weights(cfg.base)
+    if base_net.edge_width <= 0:
+        raise ValueError(f"{cfg.base}: the rounds stage needs weights with an edge net")
+    k = base_net.edge_rounds          # index of the new round
+    cfg.net = replace(base_net, edge_rounds=k + 1)
+    model = FNINet(cfg.net)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or any(not m.startswith(f"rounds.{k}.") for m in missing):
+        raise ValueError(f"{cfg.base}: weights do not fit this network")
+    new = model.rounds[k]
+    try:
+        if cfg.init_round == "edges":
+            # the edge net's layers, the extra inputs (previous weights) starting at 0
+            src = dict(model.edges.state_dict())
+            w0 = src["net.0.weight"]
+            src["net.0.weight"] = torch.cat([w0, torch.zeros(w0.shape[0], 2, *w0.shape[2:])], dim=1)
+            new.load_state_dict(src)
+        elif cfg.init_round:
+            other, _ = read_weights(cfg.init_round)
+            new.load_state_dict(_sub_state(cfg.init_round, f"rounds.{other.edge_rounds - 1}."))
+    except Exception as exc:
+        raise ValueError(f"{cfg.init_round}: no round of this shape to start from "
+                         f"({str(exc).splitlines()[0][:80]})") from None
+    _train_only(model, f"rounds.{k}.")
     return model
 
 
@@ -336,7 +432,12 @@ def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, prog
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, step)
         lv, zg = feed.batch(step)
-        loss = edge_loss(model, lv, zg, cfg) if cfg.stage == "edges" else batch_loss(model, lv, zg, cfg.gamma)[0]
+        if cfg.stage == "edges":
+            loss = edge_loss(model, lv, zg, cfg)
+        elif cfg.stage == "rounds":
+            loss = round_loss(model, lv, zg, cfg)
+        else:
+            loss = batch_loss(model, lv, zg, cfg.gamma)[0]
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.grad_clip)
@@ -344,7 +445,7 @@ def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, prog
         log["loss"].append([step + 1, loss.detach().item()])
         val = None
         if (step + 1) % cfg.val_every == 0 or step + 1 == cfg.steps:
-            val = validate_edges(model, cfg) if cfg.stage == "edges" else validate(model, cfg)
+            val = validate(model, cfg) if cfg.stage == "network" else validate_edges(model, cfg)
             log["val"].append([step + 1, val])
             if val < best:
                 best = val
@@ -403,12 +504,12 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         "val_curve": log["val"],
         "first_losses": [x[1] for x in log["loss"][:5]],
     }
-    if cfg.stage == "edges":
+    if cfg.stage in ("edges", "rounds"):
         base = Path(cfg.base)
         base_card = base.with_suffix(".json")
         card["base"] = {"weights": str(base), "sha256": hashlib.sha256(base.read_bytes()).hexdigest(),
                         "card": json.loads(base_card.read_text()) if base_card.exists() else None}
-        base_is_edges = bool(card["base"]["card"]) and card["base"]["card"]["train_config"].get("stage") == "edges"
+        base_is_edges = bool(card["base"]["card"]) and card["base"]["card"]["train_config"].get("stage") in ("edges", "rounds")
         # Stage I's curve: the base's own, or the one a fine-tuned base carries
         base_curve = base.with_name(base.stem + ("_stage1_curve.png" if base_is_edges else "_curve.png"))
         if base_curve.exists():
@@ -423,7 +524,7 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         if log["val"]:
             v = np.array(log["val"])
             series["val rel. error"] = (v[:, 0], v[:, 1])
-        title = "FNIN edge net training" if cfg.stage == "edges" else "FNIN training"
+        title = {"edges": "FNIN edge net training", "rounds": "FNIN round training"}.get(cfg.stage, "FNIN training")
         line_plot(out.with_name(out.stem + "_curve.png"), series, title=title, xlabel="step",
                   logy=True)
     return {"weights": str(out), "sha256": sha}
@@ -441,6 +542,8 @@ def model_card_markdown(card: dict) -> str:
     cfg = card["train_config"]
     if cfg.get("stage", "network") == "edges":
         return _edges_card_markdown(card)
+    if cfg.get("stage") == "rounds":
+        return _rounds_card_markdown(card)
     val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
     return f"""# FNIN Stage I weights — model card
 
@@ -482,6 +585,51 @@ def _init(cfg: dict) -> str:
     return f"; edge net fine-tuned from `{cfg['init_edges']}`" if cfg.get("init_edges") else "; edge net fresh"
 
 
+def _demote(markdown: str) -> str:
+    """Every heading one level down (a nested card)."""
+    return "\n".join("#" + ln if ln.startswith("#") else ln for ln in markdown.splitlines())
+
+
+def _rounds_card_markdown(card: dict) -> str:
+    cfg = card["train_config"]
+    k = card["net"]["edge_rounds"]
+    val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
+    base = card["base"]
+    inner = _demote(model_card_markdown(base["card"])).replace(
+        "## FNIN weights — model card", "## The model this round was added to (frozen)", 1) if base.get("card") else ""
+    init = {"edges": "the edge net's layers (the extra inputs at 0)", "": "fresh"}.get(
+        cfg["init_round"], f"`{cfg['init_round']}`'s last round")
+    return f"""# FNIN weights — model card
+
+`{card['weights']}` (safetensors, {card['parameters']:,} parameters, sha256 `{card['sha256']}`;
+loaded with `safetensors`, no pickle): Stage I, the edge net and {k} learned round(s). After
+Stage II's solve, a round net reads that solution and the weights that gave it and gives
+new weights (BiNI's layout) for one more solve.
+
+## Round {k}
+
+- **Produced by**: `{card['command']}`{_resumed(card)} at commit `{card['commit']}`, seed {cfg['seed']},
+  {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
+- **Starts from**: `{base['weights']}` (sha256 `{base['sha256']}`), frozen; the round from {init}.
+- **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes
+  {cfg['stack_prob']:.0%}, fold (self-occluding) scenes {cfg['fold_prob']:.0%}.
+- **Input**: the edge net's features (`network.edge_features`) of the last solution (AMG,
+  as at inference) and its weights. **Target**: BiNI's weights of the *true* unknown
+  (k = 2), binary cross-entropy weighted by 1 + {cfg['edge_alpha']} |2t - 1|.
+- **Selection**: the checkpoint with the lowest end-to-end relative error of `fnin` (all
+  solves) on {cfg['val_scenes']} fixed synthetic scenes at {cfg['val_res']}x{cfg['val_res']}
+  (seeds from {VAL_SEED0}, never trained on): step {card['selected_step']}, {card['val_rel_error']:.4f}.
+  DiLiGenT was not used for training or selection.
+- **First losses** (for the determinism test): {', '.join(f'{x:.6f}' for x in card['first_losses'])}.
+- **Loss curve**: `fnin_curve.png`.
+
+| step | validation end-to-end rel. error |
+|---|---|
+{val}
+
+{inner}"""
+
+
 def _edges_card_markdown(card: dict) -> str:
     cfg = card["train_config"]
     net = card["net"]
@@ -490,8 +638,7 @@ def _edges_card_markdown(card: dict) -> str:
     stage1 = ""
     if base.get("card") and base["card"]["train_config"].get("stage") == "edges":
         # fine-tuned: the whole card of the model it started from, one heading level down
-        inner = "\n".join("#" + ln if ln.startswith("#") else ln
-                           for ln in _edges_card_markdown(base["card"]).splitlines())
+        inner = _demote(_edges_card_markdown(base["card"]))
         stage1 = inner.replace("## FNIN weights — model card", "## The model this one was fine-tuned from "
                                "(its Stage I kept, its edge net the starting point)", 1)
     elif base.get("card"):
