@@ -8,7 +8,7 @@ import torch
 
 from fnin_cli import fnin as F
 from fnin_cli.network import FNINet, NetConfig, bini_targets, one_sided, one_sided_differences
-from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.solvers import bini_weights
 from fnin_cli.synthetic import make_scene
 from fnin_cli.train import TrainConfig, build_model, export, make_batch, train
@@ -169,3 +169,84 @@ def test_edges_stage_rejects_weights_of_another_network(tmp_path):
         build_model(TrainConfig(stage="edges", base=str(notes), net=NetConfig(edge_width=4)))
     with pytest.raises(ValueError, match="unknown stage"):
         build_model(TrainConfig(stage="both"))
+
+
+# ---------------------------------------------------------------- learned rounds
+
+def _save_edges_model(tmp_path):
+    base, _ = _save_stage1(tmp_path)
+    cfg = TrainConfig(stage="edges", base=str(base), steps=2, batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1,
+                      val_every=10**9, ckpt_every=10**9, threads=1, fold_prob=1.0, side=16,
+                      net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)))
+    out = tmp_path / "edges" / "fnin.safetensors"
+    train(cfg, tmp_path / "edges", out=out, command="fnin train edges (test)")
+    return out
+
+
+def _rounds_cfg(base, **kw):
+    args = dict(stage="rounds", base=str(base), steps=10, batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1,
+                val_every=5, val_scenes=2, val_res=32, ckpt_every=5, threads=1, fold_prob=1.0, side=16)
+    args.update(kw)
+    return TrainConfig(**args)
+
+
+def test_a_round_starts_as_the_edge_net_and_its_extra_inputs_are_live(tmp_path):
+    model = build_model(_rounds_cfg(_save_edges_model(tmp_path)))
+    assert model.cfg.edge_rounds == 1 and len(model.rounds) == 1
+    sc = make_scene(3, 40, fold_prob=1.0)
+    lv = _level(build_input(sc.normals, None, sc.mask, sc.K))
+    z = torch.from_numpy(np.where(sc.mask, sc.unknown, 0.0)).float()[None, None]
+    prev = torch.rand(1, 2, 40, 40)
+    with torch.no_grad():
+        np.testing.assert_allclose(model.rounds[0](z, lv, prev).numpy(), model.edges(z, lv).numpy(), atol=1e-6)
+        model.rounds[0].net[0].weight[:, -2:] += 0.1          # once trained, prev matters
+        assert float((model.rounds[0](z, lv, prev) - model.edges(z, lv)).abs().max()) > 1e-3
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all(n.startswith("rounds.0.") for n in trainable)
+
+
+def test_rounds_stage_trains_one_round_that_fnin_then_runs(tmp_path):
+    from fnin_cli.train import round_loss
+
+    base = _save_edges_model(tmp_path)
+    out = tmp_path / "r1" / "fnin.safetensors"
+    cfg = _rounds_cfg(base)
+    start = build_model(_rounds_cfg(base))
+    train(cfg, tmp_path / "r1", out=out, command="fnin train rounds (test)")
+    log = json.loads((tmp_path / "r1" / "log.json").read_text())
+    assert len(log["val"]) == 2 and all(0 < v < 2 for _, v in log["val"])
+    model, before = F._load(str(out), "cpu"), F._load(str(base), "cpu")
+    lv, zg = make_batch([501, 502, 503], 32, fold_prob=1.0)    # scenes it never saw
+    with torch.no_grad():
+        assert float(round_loss(model, lv, zg, cfg)) < 0.99 * float(round_loss(start, lv, zg, cfg))
+    assert model.cfg.edge_rounds == 1
+    for name, p in before.state_dict().items():       # the base frozen, bit for bit
+        assert torch.equal(model.state_dict()[name], p), name
+    md = out.with_name("MODEL_CARD.md").read_text()
+    assert "## Round 1" in md and "## The model this round was added to" in md and "fnin train edges (test)" in md
+    # fnin = Stage II with the edge net's weights, then the round's solve
+    sc = make_scene(8, 48, fold_prob=1.0)
+    inp = build_input(sc.normals, None, sc.mask, sc.K)
+    s = NormalSystem(inp.normals, inp.mask, inp.camera)
+    r = integrate(inp, "fnin", model=model, solver="amg")
+    assert "rounds" in r.seconds
+    z_img, _, p = F.network_outputs(model, inp, "cpu")
+    lam = classic_lambda(inp.camera, inp.shape)
+    z1, _ = F.stage2(s, z_img[inp.mask], None, "fnin", lam, "amg", weights=F.edge_weights(s, p))
+    z2, _, _ = F.learned_rounds(model, s, _level(inp), z_img[inp.mask], z1, p, lam)
+    np.testing.assert_allclose(r.z[inp.mask], z2, rtol=1e-6, atol=1e-9)
+    assert np.abs(z2 - z1).max() > 1e-6
+    # a second round stacks on the first, which stays frozen
+    two = build_model(_rounds_cfg(out, init_round=str(out)))
+    assert two.cfg.edge_rounds == 2
+    for k, v in model.rounds[0].state_dict().items():
+        assert torch.equal(two.rounds[0].state_dict()[k], v) and torch.equal(two.rounds[1].state_dict()[k], v)
+    assert all(n.startswith("rounds.1.") for n, p in two.named_parameters() if p.requires_grad)
+
+
+def test_rounds_stage_needs_a_model_with_an_edge_net(tmp_path):
+    base, _ = _save_stage1(tmp_path)
+    with pytest.raises(ValueError, match="needs weights with an edge net"):
+        build_model(_rounds_cfg(base))
+    with pytest.raises(ValueError, match="no round of this shape"):
+        build_model(_rounds_cfg(_save_edges_model(tmp_path), init_round=str(base)))
