@@ -6,10 +6,12 @@
   ``NETWORK_SIDE`` pixels by default) and upsamples its unknown z_R and discontinuity
   map omega to full resolution; the full-resolution solve carries the detail.
 - Stage II, ``fnin``: per-direction weights from the model's edge net (BiNI's layout,
-  w_u-, w_v- per pixel, computed at full resolution from z_R and the normals) or, for a
-  model without one, from omega (the weight of the difference towards neighbour q is
-  1 - omega(q), paper: "weights at adjacent pixels in omega"); one solve of the WLS with
-  the prior lam (z - z_R)^2, warm-started at z_R.
+  w_u-, w_v- per pixel, computed at full resolution from z_R and the normals, sharpened
+  by ``EDGE_SHARPNESS``) or, for a model without one, from omega (the weight of the
+  difference towards neighbour q is 1 - omega(q), paper: "weights at adjacent pixels in
+  omega"); one solve of the WLS with the prior lam (z - z_R)^2, warm-started at z_R.
+  A model with learned rounds (``NetConfig.edge_rounds``) then reweights from that
+  solution and solves again, once per round (:func:`learned_rounds`).
 - Stage II, ``fnin-s``: BiNI's sigmoid weights computed once from z_R, one solve.
 """
 
