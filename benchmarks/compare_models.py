@@ -26,6 +26,7 @@ def main():
     ap.add_argument("--res", type=int, default=128)
     ap.add_argument("--json", default=None)
     ap.add_argument("--network-side", type=int, default=None, help="network cap (default: the pipeline's)")
+    ap.add_argument("--refine", type=int, default=0, help="BiNI rounds after each method (as fnin --refine)")
     ap.add_argument("--layouts", default="independent,stacked",
                     help="comma-separated: independent, stacked, fold (self-occluding surfaces)")
     a = ap.parse_args()
@@ -45,7 +46,7 @@ def main():
                 gt = sc.unknown[inp.mask]
                 for m, key in (("fnin-stage1", "stage1"), ("fnin", "fnin"), ("fnin-s", "fnin-s")):
                     acc[key].append(relative_error(
-                        integrate(inp, m, model=model, network_side=a.network_side).z[inp.mask], gt))
+                        integrate(inp, m, model=model, network_side=a.network_side, refine=a.refine).z[inp.mask], gt))
             res[layout] = {k: float(np.mean(v)) for k, v in acc.items()}
         res["mean_fnin"] = float(np.mean([res[x]["fnin"] for x in chosen]))
         out[wpath] = res
