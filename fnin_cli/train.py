@@ -68,6 +68,8 @@ class TrainConfig:
     init_edges: str = ""              # edges: start from this file's edge net (fine-tuning; "" = fresh)
     side: int = 64                    # edges: network cap giving z_R, as fnin.NETWORK_SIDE at inference
     edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
+    edge_objective: str = "bce"       # edges: "bce" (BiNI's weights of the true unknown as targets) or
+                                      # "solve" (Stage II's error, differentiated through the solve)
     net: NetConfig = field(default_factory=NetConfig)
 
     @classmethod
@@ -185,26 +187,69 @@ def weighted_bce(logits, target, mask, alpha: float):
     return (bce.sum(dim=(1, 2, 3)) / (2.0 * mask.sum(dim=(1, 2, 3)).clamp_min(1.0))).mean()
 
 
+def _scene_system(lv, b: int, z_r):
+    """One scene of a batch as numpy: (its Level, NormalSystem, lam, z_R over the mask)."""
+    from .camera import Camera
+    from .pipeline import classic_lambda
+    from .wls import NormalSystem
+
+    one = Level(lv.normals[b:b + 1], lv.mask[b:b + 1], lv.K[b:b + 1], lv.pixel[b:b + 1])
+    m = one.mask[0, 0].cpu().numpy() > 0
+    K = one.K[0].cpu().numpy().astype(np.float64)
+    cam = Camera(K) if K[0, 0] > 0 else Camera(None, float(one.pixel[0]))
+    system = NormalSystem(one.normals[0].permute(1, 2, 0).cpu().numpy().astype(np.float64), m, cam)
+    return one, system, classic_lambda(cam, m.shape), z_r[b, 0].detach().cpu().numpy().astype(np.float64)[m]
+
+
+def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
+    """The edge net's end-to-end objective: the relative error (``synthetic.relative_error``)
+    of Stage II's solution with its weights, sharpened as at inference, differentiated
+    through the solve. A(w) z = b(w) gives dL/dw_d = -(a D_d l) r_d(z) with A l = dL/dz
+    (``NormalSystem.weight_gradients``): one more solve per scene, same AMG hierarchy.
+    Returns a tensor with the batch mean as value and that gradient."""
+    from .fnin import EDGE_SHARPNESS
+    from .wls import amg_preconditioner, pcg
+
+    with torch.no_grad():
+        z_r, _ = model.capped(lv, cfg.side, attention=False)
+    w = torch.sigmoid(EDGE_SHARPNESS * model.edges(z_r, lv)) * lv.mask   # fnin.sharpen of the sigmoid
+    w_np = w.detach().double().cpu().numpy()
+    batch = w_np.shape[0]
+    grads, losses = np.zeros_like(w_np), []
+    for b in range(batch):
+        _, system, lam, zr = _scene_system(lv, b, z_r)
+        m = system.mask
+        wu, wv = w_np[b, 0][m], w_np[b, 1][m]
+        weights = {"u+": 1.0 - wu, "u-": wu, "v+": 1.0 - wv, "v-": wv}
+        A = system.matrix(weights, lam)
+        rhs = system.rhs(weights, lam, None)
+        M = amg_preconditioner(A)
+        z, _, _ = pcg(A, rhs + lam * zr, zr, M, rtol=1e-6, ref_norm=float(np.sqrt(rhs @ rhs)))
+        gt = z_gt[b, 0].cpu().numpy().astype(np.float64)[m]
+        err = (z - z.mean()) - (gt - gt.mean())
+        spread = max(float(np.mean(np.abs(gt - gt.mean()))), 1e-12)
+        losses.append(float(np.mean(np.abs(err))) / spread)
+        sgn = np.sign(err)
+        dz = (sgn - sgn.mean()) / (err.size * spread)
+        adj, _, _ = pcg(A, dz, np.zeros_like(dz), M, rtol=1e-6)
+        g = system.weight_gradients(z, adj)
+        grads[b, 0][m] = (g["u-"] - g["u+"]) / batch      # w_u+ = 1 - w_u-
+        grads[b, 1][m] = (g["v-"] - g["v+"]) / batch
+    surrogate = (w * torch.from_numpy(grads).to(w)).sum()
+    return surrogate - surrogate.detach() + float(np.mean(losses))
+
+
 @torch.no_grad()
 def round_inputs(model, lv, cfg: "TrainConfig"):
     """What the newest round reads, per scene of a batch: the Stage II solution z (as an
     image) and the weights that gave it, after the frozen edge net and earlier rounds; as
     at inference (AMG on the CPU, the bounding-box edge net)."""
     from . import fnin as FN
-    from .camera import Camera
-    from .pipeline import classic_lambda
-    from .wls import NormalSystem
 
     z_r, _ = model.capped(lv, cfg.side, attention=False)
     zs, ps = [], []
     for b in range(lv.mask.shape[0]):
-        one = Level(lv.normals[b:b + 1], lv.mask[b:b + 1], lv.K[b:b + 1], lv.pixel[b:b + 1])
-        m = one.mask[0, 0].cpu().numpy() > 0
-        K = one.K[0].cpu().numpy().astype(np.float64)
-        cam = Camera(K) if K[0, 0] > 0 else Camera(None, float(one.pixel[0]))
-        system = NormalSystem(one.normals[0].permute(1, 2, 0).cpu().numpy().astype(np.float64), m, cam)
-        lam = classic_lambda(cam, m.shape)
-        zr = z_r[b, 0].cpu().numpy().astype(np.float64)[m]
+        one, system, lam, zr = _scene_system(lv, b, z_r)
         p = model.edge_probabilities(z_r[b:b + 1], one)[0].double().cpu().numpy()
         z, _ = FN.stage2(system, zr, None, "fnin", lam, "amg", weights=FN.edge_weights(system, p))
         z, _, p = FN.learned_rounds(model, system, one, zr, z, p, lam, rounds=model.rounds[:-1])
@@ -433,7 +478,7 @@ def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, prog
             g["lr"] = lr_at(cfg, step)
         lv, zg = feed.batch(step)
         if cfg.stage == "edges":
-            loss = edge_loss(model, lv, zg, cfg)
+            loss = solve_loss(model, lv, zg, cfg) if cfg.edge_objective == "solve" else edge_loss(model, lv, zg, cfg)
         elif cfg.stage == "rounds":
             loss = round_loss(model, lv, zg, cfg)
         else:

@@ -106,6 +106,14 @@ class NormalSystem:
             return float(sum(_dot(r, r) for r in res.values()))
         return float(sum(_dot(weights[d] * res[d], res[d]) for d in DIRECTIONS))
 
+    def weight_gradients(self, z: np.ndarray, adjoint: np.ndarray) -> dict:
+        """dL/dw_d per pixel and direction at the minimiser z of the weighted objective,
+        given ``adjoint`` = A^{-1} dL/dz (implicit differentiation of A(w) z = b(w)):
+        dL/dw_d = -(a D_d adjoint) * r_d(z). Training through Stage II uses it."""
+        diffs = self.differences(adjoint)
+        res = self.residuals(z)
+        return {d: -diffs[d] * res[d] for d in DIRECTIONS}
+
     # ------------------------------------------------------------ normal equations
 
     def _csr_pattern(self):
@@ -212,6 +220,25 @@ def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=5000, ref_norm=None):
     return x, it, rnorm / bnorm
 
 
+def amg_preconditioner(A, method: str = "amg"):
+    """One AMG V-cycle as a function r -> M r (``amg``: smoothed aggregation with
+    SA_OPTIONS; ``amg-rs``: classical Ruge-Stueben, cheaper setup on 5-point systems)."""
+    import pyamg
+
+    # pyamg draws its spectral-radius start vectors from numpy's global RNG: fix it for
+    # the setup (and restore it) so the same system always gives bit-identical output
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        if method == "amg-rs":
+            ml = pyamg.ruge_stuben_solver(A, max_coarse=500)
+        else:
+            ml = pyamg.smoothed_aggregation_solver(A, **SA_OPTIONS)
+    finally:
+        np.random.set_state(state)
+    return ml.aspreconditioner(cycle="V").matvec
+
+
 def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm=None):
     """Solve the SPD system with one of: ``amg`` (pyamg smoothed-aggregation PCG),
     ``amg-rs`` (pyamg Ruge-Stueben PCG), ``jacobi`` (diagonal PCG), ``direct`` (sparse LU),
@@ -244,22 +271,9 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm):
         x, it, res = pcg(A, b, x0, lambda r: inv_diag * r, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)
     if method in ("amg", "amg-rs"):
-        import pyamg
-
-        # pyamg draws its spectral-radius start vectors from numpy's global RNG: fix it for
-        # the setup (and restore it) so the same system always gives bit-identical output
-        state = np.random.get_state()
-        np.random.seed(0)
-        try:
-            if method == "amg-rs":  # classical Ruge-Stueben: cheaper setup on 5-point systems
-                ml = pyamg.ruge_stuben_solver(A, max_coarse=500)
-            else:
-                ml = pyamg.smoothed_aggregation_solver(A, **SA_OPTIONS)
-        finally:
-            np.random.set_state(state)
-        M = ml.aspreconditioner(cycle="V")
+        M = amg_preconditioner(A, method)
         t1 = time.perf_counter()
-        x, it, res = pcg(A, b, x0, M.matvec, rtol, maxiter, ref_norm)
+        x, it, res = pcg(A, b, x0, M, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)
     if method.startswith("torch"):
         device = method.partition(":")[2] or "cpu"
