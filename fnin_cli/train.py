@@ -413,6 +413,8 @@ def build_model(cfg: TrainConfig) -> FNINet:
         return _build_rounds(cfg)
     if cfg.stage != "edges":
         raise ValueError(f"unknown stage '{cfg.stage}' (network, edges or rounds)")
+    if cfg.edge_objective not in ("bce", "solve"):
+        raise ValueError(f"unknown edge_objective '{cfg.edge_objective}' (bce or solve)")
     base_net, state = read_base(cfg.base)
     cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
     model = FNINet(cfg.net)
@@ -638,7 +640,6 @@ def _demote(markdown: str) -> str:
 def _rounds_card_markdown(card: dict) -> str:
     cfg = card["train_config"]
     k = card["net"]["edge_rounds"]
-    val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
     base = card["base"]
     inner = _demote(model_card_markdown(base["card"])).replace(
         "## FNIN weights — model card", "## The model this round was added to (frozen)", 1) if base.get("card") else ""
@@ -661,8 +662,17 @@ new weights (BiNI's layout) for one more solve.
 - **Input**: the edge net's features (`network.edge_features`) of the last solution (AMG,
   as at inference) and its weights. **Target**: BiNI's weights of the *true* unknown
   (k = 2), binary cross-entropy weighted by 1 + {cfg['edge_alpha']} |2t - 1|.
-- **Selection**: the checkpoint with the lowest end-to-end relative error of `fnin` (all
-  solves) on {cfg['val_scenes']} fixed synthetic scenes at {cfg['val_res']}x{cfg['val_res']}
+{_selection(card, "all solves")}
+
+{inner}"""
+
+
+def _selection(card: dict, solves: str) -> str:
+    """The selection, first losses and validation table of an edges or rounds card."""
+    cfg = card["train_config"]
+    val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
+    return f"""- **Selection**: the checkpoint with the lowest end-to-end relative error of `fnin` ({solves})
+  on {cfg['val_scenes']} fixed synthetic scenes at {cfg['val_res']}x{cfg['val_res']}
   (seeds from {VAL_SEED0}, never trained on): step {card['selected_step']}, {card['val_rel_error']:.4f}.
   DiLiGenT was not used for training or selection.
 - **First losses** (for the determinism test): {', '.join(f'{x:.6f}' for x in card['first_losses'])}.
@@ -670,15 +680,20 @@ new weights (BiNI's layout) for one more solve.
 
 | step | validation end-to-end rel. error |
 |---|---|
-{val}
+{val}"""
 
-{inner}"""
+
+def _objective(cfg: dict) -> str:
+    if cfg.get("edge_objective", "bce") == "solve":
+        return ("the relative error of Stage II's solution with these weights (sharpened as at "
+                "inference), differentiated through the solve (`train.solve_loss`)")
+    return (f"BiNI's weights of the *true* unknown (k = 2) as targets, binary cross-entropy "
+            f"weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
 
 
 def _edges_card_markdown(card: dict) -> str:
     cfg = card["train_config"]
     net = card["net"]
-    val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
     base = card["base"]
     stage1 = ""
     if base.get("card") and base["card"]["train_config"].get("stage") == "edges":
@@ -707,21 +722,11 @@ edge net that gives Stage II its weights.
   noise, outlier and zeroed-patch model as Stage I.
 - **Input**: Stage I's unknown z_R at a network cap of {cfg['side']} px, upsampled to full
   resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
-  w_u-, w_v- per pixel. **Target**: BiNI's weights of the *true* unknown (k = 2),
-  binary cross-entropy weighted by 1 + {cfg['edge_alpha']} |2t - 1|.
+  w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.
 - **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
   {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.
 - **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
   {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']}.
-- **Selection**: the checkpoint with the lowest end-to-end relative error of `fnin` (one
-  Stage II solve) on {cfg['val_scenes']} fixed synthetic scenes at {cfg['val_res']}x{cfg['val_res']}
-  (seeds from {VAL_SEED0}, never trained on): step {card['selected_step']}, {card['val_rel_error']:.4f}.
-  DiLiGenT was not used for training or selection.
-- **First losses** (for the determinism test): {', '.join(f'{x:.6f}' for x in card['first_losses'])}.
-- **Loss curve**: `fnin_curve.png`.
-
-| step | validation end-to-end rel. error |
-|---|---|
-{val}
+{_selection(card, "one Stage II solve")}
 
 {stage1}"""

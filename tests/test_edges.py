@@ -250,3 +250,54 @@ def test_rounds_stage_needs_a_model_with_an_edge_net(tmp_path):
         build_model(_rounds_cfg(base))
     with pytest.raises(ValueError, match="no round of this shape"):
         build_model(_rounds_cfg(_save_edges_model(tmp_path), init_round=str(base)))
+
+
+# ---------------------------------------------------------------- training through the solve
+
+def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
+    """edge_objective "solve": the loss value is the relative error of fnin's solution on
+    those scenes (sharpened weights, as inference), and a short run lowers it on held-out
+    scenes; the card says which objective trained it."""
+    from fnin_cli.synthetic import relative_error
+    from fnin_cli.train import solve_loss
+
+    base, _ = _save_stage1(tmp_path)
+    cfg = TrainConfig(stage="edges", edge_objective="solve", base=str(base), steps=10, batch=2, res=32,
+                      fine_steps=0, lr=1e-2, warmup=1, val_every=5, val_scenes=2, val_res=32, ckpt_every=5,
+                      threads=1, fold_prob=1.0, side=16, net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)))
+    start = build_model(TrainConfig.from_dict(cfg.to_dict()))
+    seeds = [601, 602, 603, 604]
+    lv, zg = make_batch(seeds, 32, fold_prob=1.0)
+    with torch.no_grad():
+        before = float(solve_loss(start, lv, zg, cfg))
+    # the value is fnin's end-to-end error (the mask as the network saw it, no pixel dropped)
+    from fnin_cli.pipeline import integrate
+
+    errs = []
+    for s in seeds:
+        sc = make_scene(s, 32, fold_prob=1.0)
+        inp = build_input(sc.normals, None, sc.mask, sc.K)
+        if inp.mask.sum() == sc.mask.sum():
+            lv1, zg1 = make_batch([s], 32, fold_prob=1.0)
+            with torch.no_grad():
+                errs.append((float(solve_loss(start, lv1, zg1, cfg)), relative_error(
+                    integrate(inp, "fnin", model=start.eval(), solver="amg").z[inp.mask], sc.unknown[inp.mask])))
+    assert errs
+    for ours, fnin in errs:
+        assert abs(ours - fnin) <= 2e-3 * fnin, (ours, fnin)
+    start.train()
+    # its gradient descends: a few Adam steps on these scenes lower it
+    opt = torch.optim.Adam([p for p in start.parameters() if p.requires_grad], lr=1e-2)
+    for _ in range(8):
+        opt.zero_grad()
+        solve_loss(start, lv, zg, cfg).backward()
+        opt.step()
+    with torch.no_grad():
+        after = float(solve_loss(start, lv, zg, cfg))
+    assert after < 0.97 * before
+    out = tmp_path / "solve" / "fnin.safetensors"
+    train(TrainConfig.from_dict({**cfg.to_dict(), "steps": 2}), tmp_path / "solve", out=out)
+    md = out.with_name("MODEL_CARD.md").read_text()
+    assert "differentiated through the solve" in md
+    with pytest.raises(ValueError, match="unknown edge_objective"):
+        build_model(TrainConfig(stage="edges", base=str(base), edge_objective="mse", net=NetConfig(edge_width=4)))
