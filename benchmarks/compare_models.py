@@ -27,6 +27,9 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--network-side", type=int, default=None, help="network cap (default: the pipeline's)")
     ap.add_argument("--refine", type=int, default=0, help="BiNI rounds after each method (as fnin --refine)")
+    ap.add_argument("--seed-offset", type=int, default=20_000,
+                    help="scene i is VAL_SEED0 + offset + i (20000: the scenes of every decision so far; "
+                         "40000: fresh ones, for the next edge-net candidate's rule, 2d20981)")
     ap.add_argument("--layouts", default="independent,stacked",
                     help="comma-separated: independent, stacked, fold (self-occluding surfaces)")
     a = ap.parse_args()
@@ -41,7 +44,7 @@ def main():
             sp, fp = layouts[layout]
             acc = {"stage1": [], "fnin": [], "fnin-s": []}
             for i in range(a.scenes):
-                sc = make_scene(VAL_SEED0 + 20_000 + i, a.res, stack_prob=sp, fold_prob=fp)
+                sc = make_scene(VAL_SEED0 + a.seed_offset + i, a.res, stack_prob=sp, fold_prob=fp)
                 inp = build_input(sc.normals, None, sc.mask, sc.K)
                 gt = sc.unknown[inp.mask]
                 for m, key in (("fnin-stage1", "stage1"), ("fnin", "fnin"), ("fnin-s", "fnin-s")):
