@@ -70,6 +70,8 @@ class TrainConfig:
     edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
     edge_objective: str = "bce"       # edges: "bce" (BiNI's weights of the true unknown as targets) or
                                       # "solve" (Stage II's error, differentiated through the solve)
+    solve_bce: float = 0.0            # edges, "solve": plus this times the "bce" loss (an anchor to
+                                      # BiNI's weights where the solve's error says little)
     net: NetConfig = field(default_factory=NetConfig)
 
     @classmethod
@@ -472,6 +474,18 @@ def _build_rounds(cfg: TrainConfig) -> FNINet:
     return model
 
 
+def step_loss(model, lv, z_gt, cfg: TrainConfig):
+    """The training loss of one batch for ``cfg``'s stage (and edge objective)."""
+    if cfg.stage == "rounds":
+        return round_loss(model, lv, z_gt, cfg)
+    if cfg.stage != "edges":
+        return batch_loss(model, lv, z_gt, cfg.gamma)[0]
+    if cfg.edge_objective != "solve":
+        return edge_loss(model, lv, z_gt, cfg)
+    loss = solve_loss(model, lv, z_gt, cfg)
+    return loss + cfg.solve_bce * edge_loss(model, lv, z_gt, cfg) if cfg.solve_bce else loss
+
+
 def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, progress, max_seconds):
     # max_seconds bounds this invocation; log["seconds"] also counts the runs it resumes
     t_here = time.perf_counter()
@@ -479,12 +493,7 @@ def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, prog
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, step)
         lv, zg = feed.batch(step)
-        if cfg.stage == "edges":
-            loss = solve_loss(model, lv, zg, cfg) if cfg.edge_objective == "solve" else edge_loss(model, lv, zg, cfg)
-        elif cfg.stage == "rounds":
-            loss = round_loss(model, lv, zg, cfg)
-        else:
-            loss = batch_loss(model, lv, zg, cfg.gamma)[0]
+        loss = step_loss(model, lv, zg, cfg)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.grad_clip)
@@ -685,8 +694,10 @@ def _selection(card: dict, solves: str) -> str:
 
 def _objective(cfg: dict) -> str:
     if cfg.get("edge_objective", "bce") == "solve":
+        anchor = (f", plus {cfg['solve_bce']} x the cross-entropy to BiNI's weights of the true unknown"
+                  if cfg.get("solve_bce") else "")
         return ("the relative error of Stage II's solution with these weights (sharpened as at "
-                "inference), differentiated through the solve (`train.solve_loss`)")
+                f"inference), differentiated through the solve (`train.solve_loss`){anchor}")
     return (f"BiNI's weights of the *true* unknown (k = 2) as targets, binary cross-entropy "
             f"weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
 

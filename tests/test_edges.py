@@ -299,5 +299,13 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
     train(TrainConfig.from_dict({**cfg.to_dict(), "steps": 2}), tmp_path / "solve", out=out)
     md = out.with_name("MODEL_CARD.md").read_text()
     assert "differentiated through the solve" in md
+    # solve_bce anchors it to BiNI's weights: the two losses added
+    from fnin_cli.train import edge_loss, step_loss
+
+    anchored = TrainConfig.from_dict({**cfg.to_dict(), "solve_bce": 0.5})
+    with torch.no_grad():
+        np.testing.assert_allclose(float(step_loss(start, lv, zg, anchored)),
+                                   float(solve_loss(start, lv, zg, cfg)) + 0.5 * float(edge_loss(start, lv, zg, cfg)),
+                                   rtol=1e-6)
     with pytest.raises(ValueError, match="unknown edge_objective"):
         build_model(TrainConfig(stage="edges", base=str(base), edge_objective="mse", net=NetConfig(edge_width=4)))
