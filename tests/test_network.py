@@ -191,20 +191,28 @@ def test_bundled_stage1_beats_trivial_baseline_on_held_out_scenes():
 
 
 def _shipped_cards() -> dict:
-    """The shipped card and the cards nested in it: the edge net it was fine-tuned from
-    (trained fresh on the shipped Stage I) and the Stage I card."""
+    """The shipped card and the cards nested in it, newest first: the edge net trained
+    through the solve, the cross-entropy fine-tuning it started from, the edge net that
+    one started from (trained fresh on the shipped Stage I), and the Stage I card."""
     card = json.loads(CARD.read_text())
-    assert card["train_config"]["stage"] == "edges", "the shipped weights include the edge net"
-    start = card["base"]["card"]
-    assert start["train_config"]["stage"] == "edges" and not start["train_config"].get("init_edges")
-    return {"finetune": card, "edges": start, "stage1": start["base"]["card"]}
+    chain = []
+    while card is not None:
+        chain.append(card)
+        card = (card.get("base") or {}).get("card")
+    assert [c["train_config"].get("stage", "network") for c in chain] == ["edges", "edges", "edges", "network"]
+    assert chain[0]["train_config"]["edge_objective"] == "solve" and not chain[2]["train_config"].get("init_edges")
+    return dict(zip(("solve", "finetune", "edges", "stage1"), chain))
 
 
-@pytest.mark.parametrize("which", ["stage1", "edges", "finetune"])
+# the edge net each fine-tuning started from (the one of the model below it), shipped
+START = {"finetune": "edge_net_start.safetensors", "solve": "edge_net_finetune512.safetensors"}
+
+
+@pytest.mark.parametrize("which", ["stage1", "edges", "finetune", "solve"])
 def test_training_is_deterministic_and_matches_model_card(tmp_path, which):
     """Re-run each shipped training run's config for a few steps: the first logged losses
-    match its card. The edges runs start from the Stage I inside the shipped file; the
-    fine-tuning from the edge net it started from, kept as edge_net_start.safetensors."""
+    match its card. The edges runs start from the Stage I inside the shipped file; each
+    fine-tuning from the edge net it started from, shipped beside it (START)."""
     card = _shipped_cards()[which]
     cfg = TrainConfig.from_dict(card["train_config"])
     n = 3
@@ -213,8 +221,8 @@ def test_training_is_deterministic_and_matches_model_card(tmp_path, which):
     cfg.device, cfg.workers = "cpu", 0   # same scenes; the re-run is on this machine's CPU
     if which != "stage1":
         cfg.base = str(F.DEFAULT_WEIGHTS)
-    if which == "finetune":
-        cfg.init_edges = str(F.WEIGHTS_DIR / "edge_net_start.safetensors")
+    if which in START:
+        cfg.init_edges = str(F.WEIGHTS_DIR / START[which])
     train(cfg, tmp_path / "run")
     log = json.loads((tmp_path / "run" / "log.json").read_text())
     # a GPU-trained card: float32 sums in another order, so agreement to round-off only.
