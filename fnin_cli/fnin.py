@@ -27,7 +27,7 @@ import torch
 
 from .errors import FninError
 from .network import FNINet, Level, NetConfig
-from .solvers import bini_weights
+from .solvers import bini_layout, bini_weights
 from .wls import NormalSystem
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
@@ -165,9 +165,7 @@ def sharpen(p: np.ndarray, a: float) -> np.ndarray:
 def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float = EDGE_SHARPNESS) -> dict:
     """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout),
     sharpened by ``sharpness`` (:func:`sharpen`)."""
-    wu = sharpen(p_img[0][system.mask], sharpness)
-    wv = sharpen(p_img[1][system.mask], sharpness)
-    return {"u+": 1.0 - wu, "u-": wu, "v+": 1.0 - wv, "v-": wv}
+    return bini_layout(sharpen(p_img[0][system.mask], sharpness), sharpen(p_img[1][system.mask], sharpness))
 
 
 @torch.no_grad()

@@ -27,6 +27,11 @@ def bini_weights(system: NormalSystem, z: np.ndarray, k: float = 2.0) -> dict:
     d = system.differences(z)
     wu_minus = sigmoid(d["u+"] ** 2 - d["u-"] ** 2, k)
     wv_minus = sigmoid(d["v+"] ** 2 - d["v-"] ** 2, k)
+    return bini_layout(wu_minus, wv_minus)
+
+
+def bini_layout(wu_minus: np.ndarray, wv_minus: np.ndarray) -> dict:
+    """Per-direction weights from w_u-, w_v- over the masked pixels (w+ = 1 - w-)."""
     return {"u+": 1.0 - wu_minus, "u-": wu_minus, "v+": 1.0 - wv_minus, "v-": wv_minus}
 
 

@@ -174,10 +174,21 @@ def batch_loss(model, lv, z_gt, gamma):
 
 def edge_loss(model, lv, z_gt, cfg: "TrainConfig"):
     """Weighted BCE of the edge net's w_u-, w_v- against BiNI's weights of the true unknown."""
+    _, logits = _edge_logits(model, lv, cfg)
+    return _bce_to_bini(logits, lv, z_gt, cfg)
+
+
+def _edge_logits(model, lv, cfg: "TrainConfig"):
+    """(z_R of the frozen Stage I, the edge net's logits on it) for a batch."""
     with torch.no_grad():
-        z, _ = model.capped(lv, cfg.side, attention=False)
+        z_r, _ = model.capped(lv, cfg.side, attention=False)
+    return z_r, model.edges(z_r, lv)
+
+
+def _bce_to_bini(logits, lv, z_gt, cfg: "TrainConfig"):
+    with torch.no_grad():
         target = bini_targets(z_gt, lv)
-    return weighted_bce(model.edges(z, lv), target, lv.mask, cfg.edge_alpha)
+    return weighted_bce(logits, target, lv.mask, cfg.edge_alpha)
 
 
 def weighted_bce(logits, target, mask, alpha: float):
@@ -209,20 +220,23 @@ def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
     through the solve. A(w) z = b(w) gives dL/dw_d = -(a D_d l) r_d(z) with A l = dL/dz
     (``NormalSystem.weight_gradients``): one more solve per scene, same AMG hierarchy.
     Returns a tensor with the batch mean as value and that gradient."""
+    z_r, logits = _edge_logits(model, lv, cfg)
+    return _solve_error(logits, lv, z_r, z_gt)
+
+
+def _solve_error(logits, lv, z_r, z_gt):
     from .fnin import EDGE_SHARPNESS
+    from .solvers import bini_layout
     from .wls import amg_preconditioner, pcg
 
-    with torch.no_grad():
-        z_r, _ = model.capped(lv, cfg.side, attention=False)
-    w = torch.sigmoid(EDGE_SHARPNESS * model.edges(z_r, lv)) * lv.mask   # fnin.sharpen of the sigmoid
+    w = torch.sigmoid(EDGE_SHARPNESS * logits) * lv.mask   # fnin.sharpen of the sigmoid
     w_np = w.detach().double().cpu().numpy()
     batch = w_np.shape[0]
     grads, losses = np.zeros_like(w_np), []
     for b in range(batch):
         _, system, lam, zr = _scene_system(lv, b, z_r)
         m = system.mask
-        wu, wv = w_np[b, 0][m], w_np[b, 1][m]
-        weights = {"u+": 1.0 - wu, "u-": wu, "v+": 1.0 - wv, "v-": wv}
+        weights = bini_layout(w_np[b, 0][m], w_np[b, 1][m])
         A = system.matrix(weights, lam)
         rhs = system.rhs(weights, lam, None)
         M = amg_preconditioner(A)
@@ -480,10 +494,11 @@ def step_loss(model, lv, z_gt, cfg: TrainConfig):
         return round_loss(model, lv, z_gt, cfg)
     if cfg.stage != "edges":
         return batch_loss(model, lv, z_gt, cfg.gamma)[0]
+    z_r, logits = _edge_logits(model, lv, cfg)       # once, for both parts of the objective
     if cfg.edge_objective != "solve":
-        return edge_loss(model, lv, z_gt, cfg)
-    loss = solve_loss(model, lv, z_gt, cfg)
-    return loss + cfg.solve_bce * edge_loss(model, lv, z_gt, cfg) if cfg.solve_bce else loss
+        return _bce_to_bini(logits, lv, z_gt, cfg)
+    loss = _solve_error(logits, lv, z_r, z_gt)
+    return loss + cfg.solve_bce * _bce_to_bini(logits, lv, z_gt, cfg) if cfg.solve_bce else loss
 
 
 def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, progress, max_seconds):
