@@ -38,7 +38,10 @@ DEFAULT_WEIGHTS = WEIGHTS_DIR / "fnin.safetensors"
 # rule fixed before measuring: the cheapest side within 1% of the best. (At 64 only the
 # pyramid's coarsest level runs for most inputs: the initial FNO and the attention net.)
 NETWORK_SIDE = 64
-SOLVE_RTOL = 1e-3        # AMG-PCG: MADE within 0.1% of the exact solve on DiLiGenT (benchmarks/)
+# AMG-PCG: the loosest of 1e-3 / 3e-4 / 1e-4 whose DiLiGenT MADE is within 0.1% of the
+# exact (LU) solve's. With the solve-trained edge weights 1e-3 was 2.6% off (goblet 11.45
+# vs 10.77 mm: a weakly attached part's offset converges last); 3e-4 0.12%, 1e-4 0.03%.
+SOLVE_RTOL = 1e-4
 # Jacobi-PCG (the GPU solve) leaves more smooth error at the same residual than AMG: at
 # 1e-4 its DiLiGenT MADE equals the exact solve's to 4 digits (at 1e-3: 0.07% off on
 # average, 1.2% on pot1; benchmarks/device_check.json had 6% with unpaired weights)

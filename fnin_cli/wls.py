@@ -23,13 +23,14 @@ from .camera import Camera
 
 DIRECTIONS = ("u+", "u-", "v+", "v-")
 
-# Smoothed-aggregation AMG for these 5-point systems. Against pyamg's defaults
-# (max_coarse 500, theta 0, improved candidates): a weak-connection threshold, a deeper
-# hierarchy with a sparse LU at its bottom and no candidate smoothing. Measured at rtol
-# 1e-3: 9 DiLiGenT fnin solves 0.88 -> 0.74 s (same MADE to 3 digits), 2048x1536
-# (702k unknowns) 3.47 -> 2.16 s; setup costs the same, V-cycles are cheaper and fewer.
-SA_OPTIONS = dict(symmetry="symmetric", max_coarse=100, coarse_solver="splu",
-                  strength=("symmetric", {"theta": 0.05}), improve_candidates=None)
+# Smoothed-aggregation AMG for these 5-point systems (:func:`sa_hierarchy`): symmetric
+# strength with a weak-connection threshold, standard aggregation, the constant candidate,
+# one Jacobi smoothing step of the tentative prolongator, a sparse LU at the bottom, CSR
+# on every level, symmetric Gauss-Seidel as pre- and post-smoother.
+SA_THETA = 0.05
+SA_MAX_COARSE = 100
+SA_OMEGA = 4.0 / 3.0
+SA_POWER_STEPS = 10
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -220,22 +221,73 @@ def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=5000, ref_norm=None):
     return x, it, rnorm / bnorm
 
 
-def amg_preconditioner(A, method: str = "amg"):
-    """One AMG V-cycle as a function r -> M r (``amg``: smoothed aggregation with
-    SA_OPTIONS; ``amg-rs``: classical Ruge-Stueben, cheaper setup on 5-point systems)."""
-    import pyamg
+def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, omega: float = SA_OMEGA,
+                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12):
+    """A smoothed-aggregation hierarchy (pyamg's aggregation and smoothers) built here for
+    speed, with the same choices as ``pyamg.smoothed_aggregation_solver(symmetry=
+    "symmetric", max_coarse=100, coarse_solver="splu", strength=("symmetric", {"theta":
+    0.05}), improve_candidates=None)`` but two differences that together halve its cost:
 
-    # pyamg draws its spectral-radius start vectors from numpy's global RNG: fix it for
-    # the setup (and restore it) so the same system always gives bit-identical output
-    state = np.random.get_state()
-    np.random.seed(0)
-    try:
-        if method == "amg-rs":
-            ml = pyamg.ruge_stuben_solver(A, max_coarse=500)
-        else:
-            ml = pyamg.smoothed_aggregation_solver(A, **SA_OPTIONS)
-    finally:
-        np.random.set_state(state)
+    - rho(D^-1 A) for the prolongation smoother comes from ``power_steps`` power
+      iterations from a fixed start vector (times 1.05, capped by the Gershgorin bound),
+      not from pyamg's restarted Arnoldi: half of pyamg's setup time went there, and it
+      drew random start vectors (the output depended on numpy's global RNG).
+    - every level stays CSR: pyamg keeps the coarse levels in BSR with 1x1 blocks, whose
+      Gauss-Seidel is 3-4x slower than the CSR one (one V-cycle on harvest 12.8 -> 5.6 ms).
+
+    Measured on the 9 DiLiGenT fnin solves (1 thread): setup + PCG to 1e-4
+    0.678 -> 0.457 s, with the same iteration counts give or take one.
+    """
+    from pyamg.aggregation import fit_candidates, standard_aggregation
+    from pyamg.multilevel import MultilevelSolver
+    from pyamg.relaxation.smoothing import change_smoothers
+    from pyamg.strength import symmetric_strength_of_connection
+
+    A = sp.csr_matrix(A)
+    B = np.ones((A.shape[0], 1))
+    levels = []
+    while True:
+        level = MultilevelSolver.Level()
+        level.A, level.B = A, B
+        levels.append(level)
+        if A.shape[0] <= max_coarse or len(levels) == max_levels:
+            break
+        agg, _ = standard_aggregation(symmetric_strength_of_connection(A, theta))
+        T, B = fit_candidates(agg, B)
+        d = A.diagonal()
+        dinv = np.divide(1.0, d, out=np.zeros_like(d), where=d != 0)
+        rho = float(np.max(dinv * (abs(A) @ np.ones(A.shape[0]))))      # Gershgorin
+        x = 1.0 + np.cos(0.7548776662 * np.arange(A.shape[0]))            # fixed start
+        est = 0.0
+        for _ in range(power_steps):
+            x = dinv * (A @ x)
+            est = float(np.sqrt(_dot(x, x)))
+            if est == 0.0:
+                break
+            x /= est
+        if est > 0.0:
+            rho = min(rho, 1.05 * est)
+        T = sp.csr_matrix(T)
+        P = sp.csr_matrix(T - sp.diags(dinv * (omega / rho)) @ (A @ T))
+        R = sp.csr_matrix(P.T)
+        level.P, level.R = P, R
+        A = sp.csr_matrix(R @ (A @ P))
+        A.sort_indices()
+    ml = MultilevelSolver(levels, coarse_solver="splu")
+    sgs = ("gauss_seidel", {"sweep": "symmetric"})
+    change_smoothers(ml, sgs, sgs)
+    return ml
+
+
+def amg_preconditioner(A, method: str = "amg"):
+    """One AMG V-cycle as a function r -> M r (``amg``: :func:`sa_hierarchy`; ``amg-rs``:
+    pyamg's classical Ruge-Stueben)."""
+    if method == "amg-rs":
+        import pyamg
+
+        ml = pyamg.ruge_stuben_solver(A, max_coarse=500)
+    else:
+        ml = sa_hierarchy(A)
     return ml.aspreconditioner(cycle="V").matvec
 
 
