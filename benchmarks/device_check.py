@@ -2,12 +2,14 @@
 
 Runs in one process on a machine with a CUDA GPU (the `device` tool's machine here):
 
-1. DiLiGenT, per object: Stage I on the GPU once, then Stage II solved by AMG-PCG on the
-   CPU (the CPU default, rtol 1e-3), sparse LU (exact), and torch Jacobi-PCG on the GPU
-   at several tolerances: MADE, seconds and iterations of each, so the GPU default's
-   tolerance is chosen by accuracy against the exact solve.
-2. DiLiGenT end to end through ``pipeline.integrate``: fnin on cuda and on the CPU,
-   fnin --refine 3 on both, and bini (CPU), after one untimed warm-up each.
+1. DiLiGenT, per object: Stage I (and the edge net) on the GPU once, then Stage II
+   solved by AMG-PCG on the CPU (at 1e-3 and at the CPU default fnin.SOLVE_RTOL), sparse
+   LU (exact), and torch Jacobi-PCG on the GPU at several tolerances: MADE, seconds and
+   iterations of each, so the GPU default's solver and tolerance are chosen by cost and
+   accuracy against the exact solve.
+2. DiLiGenT end to end through ``pipeline.integrate``: fnin on cuda (its default solve,
+   and with the AMG solve on the CPU) and on the CPU, fnin --refine 3 on both, and bini
+   (CPU), after one untimed warm-up each.
 3. Synthetic 2048x1536 and 4096x3072 (the speed issue's cases): fnin on cuda (and the
    2048 case on the CPU): seconds, MADE, peak GPU memory.
 
@@ -49,12 +51,13 @@ def stage2_solvers(inp, gt, model, gpu: str) -> dict:
     lam = P.classic_lambda(inp.camera, inp.shape)
     sync()
     t = time.perf_counter()
-    z_img, om_img = F.stage1(model, inp, gpu)
+    z_img, om_img, p_img = F.network_outputs(model, inp, torch.device(gpu))
     sync()
     out = {"pixels": system.n, "network_s": time.perf_counter() - t}
     z_r = z_img[system.mask]
-    weights = F.attention_weights(system, om_img, paired=False)
-    runs = [("amg", 1e-3), ("direct", 0.0)] + [(f"torch:{gpu}", r) for r in GPU_RTOLS]
+    weights = F.edge_weights(system, p_img) if p_img is not None else F.attention_weights(system, om_img)
+    runs = ([("amg", 1e-3), ("amg", F.SOLVE_RTOL), ("direct", 0.0)]
+            + [(f"torch:{gpu}", r) for r in GPU_RTOLS])
     for method, rtol in runs:
         t = time.perf_counter()
         z, info = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=method, rtol=rtol,
@@ -66,12 +69,12 @@ def stage2_solvers(inp, gt, model, gpu: str) -> dict:
     return out
 
 
-def end_to_end(inp, gt, method, device, refine=0) -> dict:
-    P.integrate(inp, method, device=device, refine=refine)  # warm-up (caches, kernels)
+def end_to_end(inp, gt, method, device, refine=0, solver="auto") -> dict:
+    P.integrate(inp, method, device=device, refine=refine, solver=solver)  # warm-up (caches, kernels)
     sync()
     torch.cuda.reset_peak_memory_stats() if torch.cuda.is_available() else None
     t = time.perf_counter()
-    r = P.integrate(inp, method, device=device, refine=refine)
+    r = P.integrate(inp, method, device=device, refine=refine, solver=solver)
     sync()
     sec = time.perf_counter() - t
     rec = {"seconds": sec, "made": bench.align_and_errors(r.depth, gt, r.mask, inp.camera.perspective)["made"],
@@ -101,10 +104,11 @@ def main():
     for name, inp, gt in loaded:
         report["stage2"][name] = stage2_solvers(inp, gt, model, gpu)
         print(name, json.dumps(report["stage2"][name]), flush=True)
-    for label, method, device, refine in (("fnin cuda", "fnin", gpu, 0), ("fnin cpu", "fnin", "cpu", 0),
-                                          ("fnin --refine 3 cuda", "fnin", gpu, 3),
-                                          ("fnin --refine 3 cpu", "fnin", "cpu", 3), ("bini cpu", "bini", "cpu", 0)):
-        per = {name: end_to_end(inp, gt, method, device, refine) for name, inp, gt in loaded}
+    for label, method, device, refine, solver in (
+            ("fnin cuda", "fnin", gpu, 0, "auto"), ("fnin cuda, amg solve", "fnin", gpu, 0, "amg"),
+            ("fnin cpu", "fnin", "cpu", 0, "auto"), ("fnin --refine 3 cuda", "fnin", gpu, 3, "auto"),
+            ("fnin --refine 3 cpu", "fnin", "cpu", 3, "auto"), ("bini cpu", "bini", "cpu", 0, "auto")):
+        per = {name: end_to_end(inp, gt, method, device, refine, solver) for name, inp, gt in loaded}
         report["end_to_end"][label] = {"total_s": sum(r["seconds"] for r in per.values()),
                                        "mean_made": float(np.mean([r["made"] for r in per.values()])),
                                        "per_object": per}
@@ -114,7 +118,8 @@ def main():
         sc = make_scene(seed, h, w, ortho_prob=0.0)
         inp = P.build_input(sc.normals, None, sc.mask, sc.K)
         gt = np.where(sc.mask, sc.depth, np.nan)
-        rec = {"pixels": int(sc.mask.sum()), "fnin cuda": end_to_end(inp, gt, "fnin", gpu)}
+        rec = {"pixels": int(sc.mask.sum()), "fnin cuda": end_to_end(inp, gt, "fnin", gpu),
+               "fnin cuda, amg solve": end_to_end(inp, gt, "fnin", gpu, solver="amg")}
         if h <= 1536:
             rec["fnin cpu"] = end_to_end(inp, gt, "fnin", "cpu")
         report["big"][name] = rec

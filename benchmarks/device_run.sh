@@ -2,6 +2,9 @@
 # What runs on the lent GPU machine (the `device` tool), from the repo root there.
 #   bash benchmarks/device_run.sh check   # env, CUDA solver/timing check, training probe, tests
 #   bash benchmarks/device_run.sh train MINUTES CONFIG...   # concurrent GPU training runs (workers: the configs')
+#   bash benchmarks/device_run.sh compare SEED_OFFSET WEIGHTS...  # compare_models on the machine's CPU cores:
+#       24 fresh scenes per layout at 512 px, one process per (weights, layout, half)
+#   bash benchmarks/device_run.sh gpu-then-compare SEED_OFFSET WEIGHTS...  # device_check.py, then compare
 # Needs the carried folders .whl (wheels of pyamg, pypng, plyfile, trimesh, OpenEXR, which
 # that image lacks) and .devdata/diligent (a copy of ../shared/data/diligent).
 # Results land in $OUT (at most 8 files come back).
@@ -57,6 +60,42 @@ if [ "$mode" = train ]; then
     tail -n 3 "runs/$name.log" | tee -a "$log"
     tar -C "runs/$name" -cf "$OUT/$name.tar" out
   done
+  exit 0
+fi
+if [ "$mode" = gpu-then-compare ]; then
+  echo "== device_check" | tee -a "$log"
+  timeout 240 python3 benchmarks/device_check.py --data .devdata/diligent --out "$OUT/device_check.json" 2>&1 | tee -a "$log"
+  mode=compare
+fi
+
+if [ "$mode" = compare ]; then
+  offset=$1; shift
+  mkdir -p /tmp/cmp; i=0
+  for w in "$@"; do
+    for layout in independent stacked fold; do
+      for half in 0 12; do
+        python3 benchmarks/compare_models.py "$w" --scenes 12 --res 512 --layouts $layout \
+          --seed-offset $((offset + half)) --json /tmp/cmp/$i.json > /tmp/cmp/$i.log 2>&1 &
+        i=$((i + 1))
+      done
+    done
+  done
+  wait
+  python3 - "$OUT/compare.json" /tmp/cmp/*.json <<'PY' | tee -a "$log"
+import json, sys
+from collections import defaultdict
+acc = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+for f in sys.argv[2:]:
+    for w, res in json.load(open(f)).items():
+        for layout, v in res.items():
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    acc[w][layout][k].append(x)
+out = {w: {l: {k: sum(x) / len(x) for k, x in d.items()} for l, d in ls.items()} for w, ls in acc.items()}
+json.dump(out, open(sys.argv[1], "w"), indent=1)
+print(json.dumps(out, indent=1))
+PY
+  tail -n 3 /tmp/cmp/*.log >> "$log"
   exit 0
 fi
 echo "unknown mode $mode"; exit 2
