@@ -3,7 +3,8 @@
 #   bash benchmarks/device_run.sh check   # env, CUDA solver/timing check, training probe, tests
 #   bash benchmarks/device_run.sh train MINUTES CONFIG...   # concurrent GPU training runs (workers: the configs')
 #   bash benchmarks/device_run.sh compare SEED_OFFSET WEIGHTS...  # compare_models on the machine's CPU cores:
-#       24 fresh scenes per layout at 512 px, one process per (weights, layout, half)
+#       24 fresh scenes per layout at 512 px, one process per (weights, layout, half); and
+#       edge_temperature.py's weight floors 0 / 0.003 / 0.01 / 0.03 on the same scenes
 #   bash benchmarks/device_run.sh gpu-then-compare SEED_OFFSET WEIGHTS...  # device_check.py, then compare
 # Needs the carried folders .whl (wheels of pyamg, pypng, plyfile, trimesh, OpenEXR, which
 # that image lacks) and .devdata/diligent (a copy of ../shared/data/diligent).
@@ -70,12 +71,15 @@ fi
 
 if [ "$mode" = compare ]; then
   offset=$1; shift
-  mkdir -p /tmp/cmp; i=0
+  mkdir -p /tmp/cmp /tmp/floor; i=0
   for w in "$@"; do
     for layout in independent stacked fold; do
       for half in 0 12; do
         python3 benchmarks/compare_models.py "$w" --scenes 12 --res 512 --layouts $layout \
           --seed-offset $((offset + half)) --json /tmp/cmp/$i.json > /tmp/cmp/$i.log 2>&1 &
+        python3 benchmarks/edge_temperature.py --weights "$w" --scenes 12 --res 512 --layouts $layout \
+          --factors 2 --floors 0,0.003,0.01,0.03 --seed-offset $((offset + half)) \
+          --json /tmp/floor/$(basename $(dirname "$w"))_${layout}_$half.json > /tmp/floor/$i.log 2>&1 &
         i=$((i + 1))
       done
     done
@@ -95,7 +99,21 @@ out = {w: {l: {k: sum(x) / len(x) for k, x in d.items()} for l, d in ls.items()}
 json.dump(out, open(sys.argv[1], "w"), indent=1)
 print(json.dumps(out, indent=1))
 PY
-  tail -n 3 /tmp/cmp/*.log >> "$log"
+  python3 - "$OUT/floors.json" /tmp/floor/*.json <<'PY' | tee -a "$log"
+import json, sys
+from collections import defaultdict
+acc = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+for f in sys.argv[2:]:
+    d = json.load(open(f))
+    for layout, v in d["results"].items():
+        if layout != "mean":
+            for k, x in v.items():
+                acc[d["args"]["weights"]][layout][k].append(x)
+out = {w: {l: {k: sum(x) / len(x) for k, x in d.items()} for l, d in ls.items()} for w, ls in acc.items()}
+json.dump(out, open(sys.argv[1], "w"), indent=1)
+print(json.dumps(out, indent=1))
+PY
+  tail -n 3 /tmp/cmp/*.log /tmp/floor/*.log >> "$log"
   exit 0
 fi
 echo "unknown mode $mode"; exit 2

@@ -165,10 +165,15 @@ def sharpen(p: np.ndarray, a: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * a * np.log(q / (1.0 - q))))
 
 
-def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float = EDGE_SHARPNESS) -> dict:
+def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float = EDGE_SHARPNESS,
+                 floor: float = 0.0) -> dict:
     """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout),
-    sharpened by ``sharpness`` (:func:`sharpen`)."""
-    return bini_layout(sharpen(p_img[0][system.mask], sharpness), sharpen(p_img[1][system.mask], sharpness))
+    sharpened by ``sharpness`` (:func:`sharpen`) and kept in [floor, 1 - floor], so that
+    with floor > 0 no neighbour pair is cut completely (``benchmarks/edge_temperature.py``)."""
+    wu, wv = (sharpen(p_img[i][system.mask], sharpness) for i in (0, 1))
+    if floor > 0.0:
+        wu, wv = np.clip(wu, floor, 1.0 - floor), np.clip(wv, floor, 1.0 - floor)
+    return bini_layout(wu, wv)
 
 
 @torch.no_grad()

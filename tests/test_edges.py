@@ -76,6 +76,11 @@ def test_edge_weights_are_bini_layout_and_reach_stage2():
     np.testing.assert_allclose(w["u+"] + w["u-"], 1.0)
     np.testing.assert_allclose(w["v-"], F.sharpen(p[1][inp.mask], F.EDGE_SHARPNESS))
     np.testing.assert_allclose(F.edge_weights(s, p, sharpness=1.0)["v-"], p[1][inp.mask])
+    floored = F.edge_weights(s, p, floor=0.05)
+    for d in floored:
+        assert floored[d].min() >= 0.05 and floored[d].max() <= 0.95
+    np.testing.assert_allclose(floored["u+"] + floored["u-"], 1.0)
+    np.testing.assert_allclose(floored["v-"], np.clip(w["v-"], 0.05, 0.95))
     r = integrate(inp, "fnin", model=model)
     z, _ = F.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
     np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
