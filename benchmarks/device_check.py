@@ -69,12 +69,16 @@ def stage2_solvers(inp, gt, model, gpu: str) -> dict:
     return out
 
 
+WEIGHTS = None   # --weights: the model file (None: the bundled one)
+
+
 def end_to_end(inp, gt, method, device, refine=0, solver="auto") -> dict:
-    P.integrate(inp, method, device=device, refine=refine, solver=solver)  # warm-up (caches, kernels)
+    model = F.load_model(WEIGHTS, device) if method.startswith("fnin") else None
+    P.integrate(inp, method, device=device, refine=refine, solver=solver, model=model)  # warm-up
     sync()
     torch.cuda.reset_peak_memory_stats() if torch.cuda.is_available() else None
     t = time.perf_counter()
-    r = P.integrate(inp, method, device=device, refine=refine, solver=solver)
+    r = P.integrate(inp, method, device=device, refine=refine, solver=solver, model=model)
     sync()
     sec = time.perf_counter() - t
     rec = {"seconds": sec, "made": bench.align_and_errors(r.depth, gt, r.mask, inp.camera.perspective)["made"],
@@ -90,14 +94,21 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--big", default="synthetic-2048x1536,synthetic-4096x3072")
     ap.add_argument("--objects", type=int, default=9, help="first N DiLiGenT objects (a dry run: 1)")
+    ap.add_argument("--weights", default=None, help="model file (default: the bundled one)")
+    ap.add_argument("--floor", type=float, default=None, help="edge-weight floor (default: fnin.EDGE_FLOOR)")
     a = ap.parse_args()
+    global WEIGHTS
+    WEIGHTS = a.weights
+    if a.floor is not None:
+        F.EDGE_FLOOR = a.floor
     torch.set_num_threads(1)
     gpu = "cuda" if torch.cuda.is_available() else "cpu"   # cpu: a dry run of the script
     report = {"date": datetime.date.today().isoformat(),
               "gpu": torch.cuda.get_device_name() if gpu == "cuda" else "none (dry run)",
               "cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
-              "threads": 1, "stage2": {}, "end_to_end": {}, "big": {}}
-    model = F.load_model(None, gpu)
+              "threads": 1, "weights": a.weights or "bundled", "edge_floor": F.EDGE_FLOOR,
+              "stage2": {}, "end_to_end": {}, "big": {}}
+    model = F.load_model(a.weights, gpu)
     _, cases = bench.resolve_cases("diligent", data=a.data)
     loaded = [(c.name, *c.load()) for c in cases[:a.objects]]
     stage2_solvers(loaded[0][1], loaded[0][2], model, gpu)  # warm-up

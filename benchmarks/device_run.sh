@@ -5,7 +5,9 @@
 #   bash benchmarks/device_run.sh compare SEED_OFFSET WEIGHTS...  # compare_models on the machine's CPU cores:
 #       24 fresh scenes per layout at 512 px, one process per (weights, layout, half); and
 #       edge_temperature.py's weight floors 0 / 0.003 / 0.01 / 0.03 on the same scenes
-#   bash benchmarks/device_run.sh gpu-then-compare SEED_OFFSET WEIGHTS...  # device_check.py, then compare
+#   bash benchmarks/device_run.sh decide SEED_OFFSET SHIPPED CANDIDATE  # compare both, apply the
+#       pre-registered rules (edge-net candidate: 2d20981; weight floor: its commit) to pick
+#       the weights and floor, then device_check.py with them
 # Needs the carried folders .whl (wheels of pyamg, pypng, plyfile, trimesh, OpenEXR, which
 # that image lacks) and .devdata/diligent (a copy of ../shared/data/diligent).
 # Results land in $OUT (at most 8 files come back).
@@ -63,10 +65,9 @@ if [ "$mode" = train ]; then
   done
   exit 0
 fi
-if [ "$mode" = gpu-then-compare ]; then
-  echo "== device_check" | tee -a "$log"
-  timeout 240 python3 benchmarks/device_check.py --data .devdata/diligent --out "$OUT/device_check.json" 2>&1 | tee -a "$log"
-  mode=compare
+decide=0
+if [ "$mode" = decide ]; then   # decide SEED_OFFSET SHIPPED CANDIDATE
+  decide=1; mode=compare
 fi
 
 if [ "$mode" = compare ]; then
@@ -114,6 +115,35 @@ json.dump(out, open(sys.argv[1], "w"), indent=1)
 print(json.dumps(out, indent=1))
 PY
   tail -n 3 /tmp/cmp/*.log /tmp/floor/*.log >> "$log"
+  if [ $decide = 1 ]; then
+    python3 - "$OUT" "$1" "$2" <<'PY' | tee -a "$log"
+import json, sys
+out, shipped, cand = sys.argv[1:]
+c = json.load(open(f"{out}/compare.json"))
+fl = json.load(open(f"{out}/floors.json"))
+def parts(r, k):
+    return r["fold"][k], (r["independent"][k] + r["stacked"][k]) / 2
+sf, si = parts(c[shipped], "fnin")
+cf, ci = parts(c[cand], "fnin")
+ok = cf <= 0.97 * sf and ci <= 1.02 * si
+chosen = cand if ok else shipped
+f0, i0 = parts(fl[chosen], "2.0/0.0")
+best, floor = None, 0.0
+for key in fl[chosen]["fold"]:
+    f, i = parts(fl[chosen], key)
+    if f <= 0.97 * f0 and i <= 1.02 * i0 and (best is None or f < best):
+        best, floor = f, float(key.split("/")[1])
+d = {"shipped": [sf, si], "candidate": [cf, ci], "candidate_ships": ok, "weights": chosen,
+     "floor_base": [f0, i0], "floor": floor}
+json.dump(d, open(f"{out}/decision.json", "w"), indent=1)
+print(json.dumps(d))
+PY
+    w=$(python3 -c "import json; print(json.load(open('$OUT/decision.json'))['weights'])")
+    f=$(python3 -c "import json; print(json.load(open('$OUT/decision.json'))['floor'])")
+    echo "== device_check with $w, floor $f" | tee -a "$log"
+    timeout 300 python3 benchmarks/device_check.py --data .devdata/diligent --weights "$w" --floor "$f" \
+      --out "$OUT/device_check.json" 2>&1 | tee -a "$log"
+  fi
   exit 0
 fi
 echo "unknown mode $mode"; exit 2

@@ -52,6 +52,9 @@ GPU_MAXITER = 20000
 # 0.4927 as trained (fold scenes 0.369 vs 0.484); grid 0.5..4 and the >= 1% rule fixed
 # beforehand (benchmarks/edge_temperature.py, results/edge_temperature.json).
 EDGE_SHARPNESS = 2.0
+# Lower bound of every edge weight (upper: 1 - floor), so no neighbour pair is cut
+# completely; 0 until the rule in the commit that added it decides otherwise.
+EDGE_FLOOR = 0.0
 
 
 def pick_solver(solver: str, device) -> tuple:
@@ -166,10 +169,12 @@ def sharpen(p: np.ndarray, a: float) -> np.ndarray:
 
 
 def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float = EDGE_SHARPNESS,
-                 floor: float = 0.0) -> dict:
+                 floor: float | None = None) -> dict:
     """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout),
     sharpened by ``sharpness`` (:func:`sharpen`) and kept in [floor, 1 - floor], so that
-    with floor > 0 no neighbour pair is cut completely (``benchmarks/edge_temperature.py``)."""
+    with floor > 0 no neighbour pair is cut completely (``benchmarks/edge_temperature.py``;
+    None: ``EDGE_FLOOR``)."""
+    floor = EDGE_FLOOR if floor is None else floor
     wu, wv = (sharpen(p_img[i][system.mask], sharpness) for i in (0, 1))
     if floor > 0.0:
         wu, wv = np.clip(wu, floor, 1.0 - floor), np.clip(wv, floor, 1.0 - floor)

@@ -65,7 +65,7 @@ def test_cropped_edge_inference_equals_the_whole_frame():
     assert float((crop - whole).abs().max()) < 1e-6
 
 
-def test_edge_weights_are_bini_layout_and_reach_stage2():
+def test_edge_weights_are_bini_layout_and_reach_stage2(monkeypatch):
     model = _edge_model()
     sc = make_scene(7, 40, fold_prob=1.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
@@ -81,6 +81,9 @@ def test_edge_weights_are_bini_layout_and_reach_stage2():
         assert floored[d].min() >= 0.05 and floored[d].max() <= 0.95
     np.testing.assert_allclose(floored["u+"] + floored["u-"], 1.0)
     np.testing.assert_allclose(floored["v-"], np.clip(w["v-"], 0.05, 0.95))
+    monkeypatch.setattr(F, "EDGE_FLOOR", 0.05)        # the default floor is the module's
+    np.testing.assert_allclose(F.edge_weights(s, p)["u-"], floored["u-"])
+    monkeypatch.undo()
     r = integrate(inp, "fnin", model=model)
     z, _ = F.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
     np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
