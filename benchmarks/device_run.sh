@@ -14,8 +14,8 @@
 set -u
 mode=$1; shift
 export PYTHONUNBUFFERED=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || { echo "wheel install failed"; exit 3; }
+[ -n "${SKIP_WHEELS:-}" ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || { echo "wheel install failed"; exit 3; }
 export PYTHONPATH=/tmp/site:$PWD
 # model cards record the commit; this copy's .git may be stale, so take it from the file
 # written before the call: git rev-parse HEAD > .device_commit (git-ignored: name it in
@@ -72,13 +72,15 @@ fi
 
 if [ "$mode" = compare ]; then
   offset=$1; shift
-  mkdir -p /tmp/cmp /tmp/floor; i=0
+  # CMP_SCENES / CMP_RES / DC_ARGS: a small local dry run of this mode
+  n=${CMP_SCENES:-12}; res=${CMP_RES:-512}
+  rm -rf /tmp/cmp /tmp/floor; mkdir -p /tmp/cmp /tmp/floor; i=0
   for w in "$@"; do
     for layout in independent stacked fold; do
-      for half in 0 12; do
-        python3 benchmarks/compare_models.py "$w" --scenes 12 --res 512 --layouts $layout \
+      for half in 0 $n; do
+        python3 benchmarks/compare_models.py "$w" --scenes $n --res $res --layouts $layout \
           --seed-offset $((offset + half)) --json /tmp/cmp/$i.json > /tmp/cmp/$i.log 2>&1 &
-        python3 benchmarks/edge_temperature.py --weights "$w" --scenes 12 --res 512 --layouts $layout \
+        python3 benchmarks/edge_temperature.py --weights "$w" --scenes $n --res $res --layouts $layout \
           --factors 2 --floors 0,0.003,0.01,0.03 --seed-offset $((offset + half)) \
           --json /tmp/floor/$(basename $(dirname "$w"))_${layout}_$half.json > /tmp/floor/$i.log 2>&1 &
         i=$((i + 1))
@@ -141,7 +143,7 @@ PY
     w=$(python3 -c "import json; print(json.load(open('$OUT/decision.json'))['weights'])")
     f=$(python3 -c "import json; print(json.load(open('$OUT/decision.json'))['floor'])")
     echo "== device_check with $w, floor $f" | tee -a "$log"
-    timeout 300 python3 benchmarks/device_check.py --data .devdata/diligent --weights "$w" --floor "$f" \
+    timeout 300 python3 benchmarks/device_check.py --data .devdata/diligent --weights "$w" --floor "$f" ${DC_ARGS:-} \
       --out "$OUT/device_check.json" 2>&1 | tee -a "$log"
   fi
   exit 0
