@@ -373,6 +373,11 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
     log.setdefault("commit", git_commit())  # the code the run started from
     if command:
         log.setdefault("commands", []).append(command)   # every invocation of a resumed run
+        log.setdefault("command_commits", []).append(git_commit())
+    if cfg.stage in ("edges", "rounds"):
+        # what the run starts from, recorded once: cfg.base may be overwritten (shipped)
+        # before a resumed run exports, and the card must name the run's real start
+        log.setdefault("base", base_record(cfg.base))
     (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
     best = min((v for _, v in log["val"]), default=math.inf)
     t_start = time.perf_counter() - log["seconds"]
@@ -575,11 +580,13 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         "val_curve": log["val"],
         "first_losses": [x[1] for x in log["loss"][:5]],
     }
+    if log.get("provenance_note"):
+        card["provenance_note"] = log["provenance_note"]
+    if log.get("command_commits"):
+        card["resumed_commits"] = log["command_commits"][1:]
     if cfg.stage in ("edges", "rounds"):
         base = Path(cfg.base)
-        base_card = base.with_suffix(".json")
-        card["base"] = {"weights": str(base), "sha256": hashlib.sha256(base.read_bytes()).hexdigest(),
-                        "card": json.loads(base_card.read_text()) if base_card.exists() else None}
+        card["base"] = log.get("base") or base_record(base)
         base_is_edges = bool(card["base"]["card"]) and card["base"]["card"]["train_config"].get("stage") in ("edges", "rounds")
         # Stage I's curve: the base's own, or the one a fine-tuned base carries
         base_curve = base.with_name(base.stem + ("_stage1_curve.png" if base_is_edges else "_curve.png"))
@@ -601,6 +608,14 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
     return {"weights": str(out), "sha256": sha}
 
 
+def base_record(path) -> dict:
+    """The weights a stage starts from: path, sha256 and their card (None without one)."""
+    base = Path(path)
+    card = base.with_suffix(".json")
+    return {"weights": str(base), "sha256": hashlib.sha256(base.read_bytes()).hexdigest(),
+            "card": json.loads(card.read_text()) if card.exists() else None}
+
+
 def _machine(cfg: TrainConfig) -> str:
     where = f"{platform.processor() or platform.machine()}, {cfg.threads} threads"
     if cfg.device.startswith("cuda") and torch.cuda.is_available():
@@ -620,7 +635,7 @@ def model_card_markdown(card: dict) -> str:
 
 - **Weights**: `{card['weights']}` (safetensors, {card['parameters']:,} parameters,
   sha256 `{card['sha256']}`); loaded with `safetensors` (no pickle).
-- **Produced by**: `{card['command']}`{_resumed(card)} at commit `{card['commit']}`, seed {cfg['seed']},
+- **Produced by**: `{card['command']}` at commit `{card['commit']}`{_resumed(card)}, seed {cfg['seed']},
   {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
 - **Data**: {card['data']}. Training resolution {cfg['res']}x{cfg['res']} (pyramid down to
   {card['net']['min_side']}), batch {cfg['batch']}; perspective cameras from f = 0.8 W to 7 W
@@ -648,8 +663,10 @@ def model_card_markdown(card: dict) -> str:
 def _resumed(card: dict) -> str:
     """The invocations that resumed the run, for the model card ('' for a run in one go)."""
     more = card.get("resumed_with") or []
+    commits = card.get("resumed_commits") or []
+    at = [f" at commit `{commits[i]}`" if i < len(commits) else "" for i in range(len(more))]
     note = f" ({card['provenance_note']})" if card.get("provenance_note") else ""
-    return "".join(f", resumed by `{c}`" for c in more) + note
+    return "".join(f", resumed by `{c}`{a}" for c, a in zip(more, at)) + note
 
 
 def _init(cfg: dict) -> str:
@@ -678,7 +695,7 @@ new weights (BiNI's layout) for one more solve.
 
 ## Round {k}
 
-- **Produced by**: `{card['command']}`{_resumed(card)} at commit `{card['commit']}`, seed {cfg['seed']},
+- **Produced by**: `{card['command']}` at commit `{card['commit']}`{_resumed(card)}, seed {cfg['seed']},
   {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
 - **Starts from**: `{base['weights']}` (sha256 `{base['sha256']}`), frozen; the round from {init}.
 - **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes
@@ -740,7 +757,7 @@ edge net that gives Stage II its weights.
 
 ## Edge net
 
-- **Produced by**: `{card['command']}`{_resumed(card)} at commit `{card['commit']}`, seed {cfg['seed']},
+- **Produced by**: `{card['command']}` at commit `{card['commit']}`{_resumed(card)}, seed {cfg['seed']},
   {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
 - **Starts from**: Stage I weights `{base['weights']}` (sha256 `{base['sha256']}`), frozen{_init(cfg)}.
 - **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes

@@ -164,6 +164,32 @@ def test_edges_stage_can_start_from_a_trained_edge_net(tmp_path):
         build_model(TrainConfig(steps=1, init_edges=str(base), **common))
 
 
+def test_resumed_run_names_its_real_start_even_if_the_base_file_was_replaced(tmp_path):
+    """Regression: a resumed edges run exported the card of whatever file sat at cfg.base at
+    export time; the shipped edge net was resumed from a run whose base path had since been
+    overwritten by that run's own earlier output, so the card named the wrong start. The
+    base is now recorded at the run's first invocation, with the commit of every invocation."""
+    import hashlib
+    import shutil
+
+    base, _ = _save_stage1(tmp_path)
+    start_sha = hashlib.sha256(base.read_bytes()).hexdigest()
+    common = dict(stage="edges", base=str(base), batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1, val_every=10**9,
+                  ckpt_every=2, threads=1, fold_prob=1.0, side=16, net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)))
+    first = tmp_path / "first" / "fnin.safetensors"
+    train(TrainConfig(steps=2, **common), tmp_path / "run", out=first, command="fnin train --steps 2")
+    for f in ("fnin.safetensors", "fnin.json"):          # ship the intermediate over the base
+        shutil.copy(first.with_name(f), base.with_name(f))
+    assert hashlib.sha256(base.read_bytes()).hexdigest() != start_sha
+    out = tmp_path / "final" / "fnin.safetensors"
+    train(TrainConfig(steps=4, **common), tmp_path / "run", out=out, command="fnin train --steps 4")
+    card = json.loads(out.with_suffix(".json").read_text())
+    assert card["base"]["sha256"] == start_sha
+    assert card["base"]["card"]["train_config"]["stage"] == "network"
+    assert card["resumed_with"] == ["fnin train --steps 4"] and len(card["resumed_commits"]) == 1
+    assert "## Stage I (frozen while the edge net trained)" in out.with_name("MODEL_CARD.md").read_text()
+
+
 def test_edges_stage_rejects_weights_of_another_network(tmp_path):
     from safetensors.torch import save_file
 
