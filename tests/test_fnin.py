@@ -96,14 +96,14 @@ def test_fnin_on_sample_and_refine():
     assert "refine" in b.seconds
 
 
-def test_auto_solver_is_amg_on_cpu_and_tight_jacobi_on_cuda():
-    assert F.pick_solver("auto", "cpu") == ("amg", F.SOLVE_RTOL, 5000)
-    assert F.pick_solver("auto", "cuda") == ("torch:cuda", F.GPU_SOLVE_RTOL, F.GPU_MAXITER)
-    assert F.pick_solver("direct", "cuda")[0] == "direct"   # an explicit choice is kept
+def test_auto_solver_is_amg_on_every_device_and_torch_gets_its_tolerance():
+    assert F.pick_solver("auto") == ("amg", F.SOLVE_RTOL, 5000)
+    assert F.pick_solver("torch:cuda") == ("torch:cuda", F.GPU_SOLVE_RTOL, F.GPU_MAXITER)
+    assert F.pick_solver("direct")[0] == "direct"   # an explicit choice is kept
 
 
 def test_gpu_stage2_tolerance_matches_the_exact_solve():
-    """The GPU default (Jacobi-PCG at GPU_SOLVE_RTOL, run here through torch on the CPU)
+    """The torch solver (Jacobi-PCG at GPU_SOLVE_RTOL, run here through torch on the CPU)
     lands on the exact Stage II solution; a 100x looser tolerance visibly does not."""
     sc = make_scene(21, 96, ortho_prob=0.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
