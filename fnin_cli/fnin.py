@@ -44,9 +44,9 @@ NETWORK_SIDE = 64
 # a piece attached by weights of ~1e-11, whose offset converges last) and 1e-5 is 0.0006%.
 SOLVE_RTOL = 1e-5
 # torch Jacobi-PCG (Stage II on a GPU when asked for, solver="torch:cuda") leaves more
-# smooth error at the same residual than AMG. Chosen when it
-# was the GPU default: at 1e-4 it matched the exact solve's DiLiGenT MADE to 4 digits; with
-# today's edge net no tolerance reaches goblet's nearly free piece (device_check.json).
+# smooth error at the same residual than AMG. Chosen when it was the GPU default: at 1e-4
+# it matched the exact solve's DiLiGenT MADE to 4 digits; with today's edge net no
+# tolerance reaches goblet's nearly free piece (device_check.json).
 GPU_SOLVE_RTOL = 1e-4
 GPU_MAXITER = 20000
 # Stage II uses the edge net's weights sharpened, sigmoid(a * logit w) with a = 2: mean

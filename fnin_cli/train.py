@@ -662,11 +662,10 @@ def model_card_markdown(card: dict) -> str:
 
 def _resumed(card: dict) -> str:
     """The invocations that resumed the run, for the model card ('' for a run in one go)."""
-    more = card.get("resumed_with") or []
     commits = card.get("resumed_commits") or []
-    at = [f" at commit `{commits[i]}`" if i < len(commits) else "" for i in range(len(more))]
     note = f" ({card['provenance_note']})" if card.get("provenance_note") else ""
-    return "".join(f", resumed by `{c}`{a}" for c, a in zip(more, at)) + note
+    return "".join(f", resumed by `{c}`" + (f" at commit `{commits[i]}`" if i < len(commits) else "")
+                   for i, c in enumerate(card.get("resumed_with") or [])) + note
 
 
 def _init(cfg: dict) -> str:
