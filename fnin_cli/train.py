@@ -78,8 +78,9 @@ class TrainConfig:
     def from_dict(cls, d: dict) -> "TrainConfig":
         d = dict(d)
         net = d.pop("net", {})
-        if "edge_dilations" in net:
-            net = {**net, "edge_dilations": tuple(net["edge_dilations"])}
+        for key in ("edge_dilations", "edge_coarse_dilations"):
+            if key in net:
+                net = {**net, key: tuple(net[key])}
         return cls(net=NetConfig(**net), **d)
 
     def to_dict(self):
@@ -405,8 +406,9 @@ def read_weights(path) -> tuple:
     try:
         with safe_open(str(path), framework="pt") as fh:
             net = json.loads((fh.metadata() or {}).get("net", "{}"))
-        if "edge_dilations" in net:
-            net["edge_dilations"] = tuple(net["edge_dilations"])
+        for key in ("edge_dilations", "edge_coarse_dilations"):
+            if key in net:
+                net[key] = tuple(net[key])
         return NetConfig(**net), load_file(str(path))
     except Exception as exc:
         raise ValueError(f"{path}: cannot read FNIN weights ({str(exc).splitlines()[0][:80]})") from None
@@ -418,7 +420,8 @@ def read_base(path) -> tuple:
     from dataclasses import replace
 
     cfg, state = read_weights(path)
-    cfg = replace(cfg, edge_width=0, edge_dilations=NetConfig.edge_dilations, edge_rounds=0)
+    cfg = replace(cfg, edge_width=0, edge_dilations=NetConfig.edge_dilations, edge_rounds=0,
+                  edge_coarse=0, edge_coarse_dilations=NetConfig.edge_coarse_dilations)
     return cfg, {k: v for k, v in state.items() if not k.startswith(("edges.", "rounds."))}
 
 
@@ -437,14 +440,20 @@ def build_model(cfg: TrainConfig) -> FNINet:
     if cfg.edge_objective not in ("bce", "solve"):
         raise ValueError(f"unknown edge_objective '{cfg.edge_objective}' (bce or solve)")
     base_net, state = read_base(cfg.base)
-    cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
+    cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations,
+                      edge_coarse=cfg.net.edge_coarse, edge_coarse_dilations=cfg.net.edge_coarse_dilations)
     model = FNINet(cfg.net)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or any(not k.startswith("edges.") for k in missing):
         raise ValueError(f"{cfg.base}: not Stage I weights of this network")
     if cfg.init_edges:
         try:
-            model.edges.load_state_dict(_sub_state(cfg.init_edges, "edges."))
+            _, unexpected = model.edges.load_state_dict(_sub_state(cfg.init_edges, "edges."), strict=False)
+            # a coarse branch may be new (it starts as a no-op); the rest must all be there
+            missing = [k for k in model.edges.state_dict() if k not in _sub_state(cfg.init_edges, "edges.")
+                       and not k.startswith(("coarse.", "inject."))]
+            if missing or unexpected:
+                raise ValueError(f"missing {missing[:2]}, unexpected {unexpected[:2]}")
         except Exception as exc:
             raise ValueError(f"{cfg.init_edges}: no edge net of this shape to start from "
                              f"({str(exc).splitlines()[0][:80]})") from None
@@ -668,6 +677,15 @@ def _resumed(card: dict) -> str:
                    for i, c in enumerate(card.get("resumed_with") or [])) + note
 
 
+def _coarse(net: dict) -> str:
+    f = int(net.get("edge_coarse", 0))
+    if f <= 1:
+        return ""
+    dil = net.get("edge_coarse_dilations", ())
+    return (f"; a coarse branch on the features pooled {f}x ({len(dil)} dilated 3x3 conv layers, "
+            f"dilations {', '.join(str(d) for d in dil)}), added after the widest layer")
+
+
 def _init(cfg: dict) -> str:
     return f"; edge net fine-tuned from `{cfg['init_edges']}`" if cfg.get("init_edges") else "; edge net fresh"
 
@@ -766,7 +784,7 @@ edge net that gives Stage II its weights.
   resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
   w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.
 - **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
-  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.
+  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output{_coarse(net)}.
 - **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
   {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']}.
 {_selection(card, "one Stage II solve")}
