@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from fnin_cli import fnin as F
-from fnin_cli.network import FNINet, NetConfig, bini_targets, one_sided, one_sided_differences
+from fnin_cli.network import FNINet, NetConfig, bini_targets, edge_features, one_sided, one_sided_differences
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.solvers import bini_weights
 from fnin_cli.synthetic import make_scene
@@ -63,6 +63,58 @@ def test_cropped_edge_inference_equals_the_whole_frame():
     crop = model.edge_probabilities(z, lv)
     assert crop.shape == whole.shape
     assert float((crop - whole).abs().max()) < 1e-6
+
+
+def _coarse_model(seed=0):
+    torch.manual_seed(seed)
+    model = FNINet(NetConfig(edge_width=4, edge_dilations=(1, 2, 1), edge_coarse=4,
+                             edge_coarse_dilations=(1, 2, 1))).eval()
+    with torch.no_grad():            # a trained branch: the 1x1 into the fine net is no longer 0
+        model.edges.inject.weight.normal_(0.0, 0.5)
+    return model
+
+
+@pytest.mark.parametrize("top,left", [(30, 40), (33, 41)])
+def test_coarse_branch_crop_equals_the_whole_frame(top, left):
+    """With a coarse branch the crop margin covers its receptive field and the crop's
+    origin stays on its pooling grid, also when the mask starts off that grid."""
+    model = _coarse_model()
+    sc = make_scene(5, 150, 170, fold_prob=1.0)
+    mask = sc.mask.copy()
+    mask[:top], mask[:, :left], mask[:, 150:], mask[140:] = False, False, False, False
+    inp = build_input(sc.normals, None, mask, sc.K)
+    lv = _level(inp)
+    with torch.no_grad():
+        z, _ = model.capped(lv, 64, attention=False)
+        whole = torch.sigmoid(model.edges(z, lv)) * lv.mask
+        crop = model.edge_probabilities(z, lv)
+        no_branch = torch.sigmoid(model.edges.net(edge_features(z, lv)))
+    assert float((crop - whole).abs().max()) < 1e-6
+    assert float(((no_branch - whole) * lv.mask).abs().max()) > 1e-3      # the branch is live
+
+
+def test_coarse_branch_starts_as_the_net_it_is_added_to(tmp_path):
+    """Fine-tuning a trained edge net with a new coarse branch starts from its exact
+    outputs (the branch's 1x1 injection is zero), and the branch then trains."""
+    base, _ = _save_stage1(tmp_path)
+    common = dict(stage="edges", base=str(base), batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1, val_every=10**9,
+                  ckpt_every=10**9, threads=1, fold_prob=1.0, side=16)
+    plain = tmp_path / "plain" / "fnin.safetensors"
+    train(TrainConfig(steps=3, net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)), **common), tmp_path / "plain",
+          out=plain)
+    coarse_net = NetConfig(edge_width=4, edge_dilations=(1, 2, 1), edge_coarse=4, edge_coarse_dilations=(1, 2, 1))
+    tuned = build_model(TrainConfig(steps=1, init_edges=str(plain), net=coarse_net, **common)).eval()
+    trained = F._load(str(plain), "cpu")
+    sc = make_scene(3, 64, 56, fold_prob=1.0)
+    inp = build_input(sc.normals, None, sc.mask, sc.K)
+    _, _, p_plain = F.network_outputs(trained, inp, "cpu", 16)
+    _, _, p_tuned = F.network_outputs(tuned, inp, "cpu", 16)
+    np.testing.assert_allclose(p_tuned, p_plain, atol=1e-6)
+    out = tmp_path / "coarse" / "fnin.safetensors"
+    train(TrainConfig(steps=3, init_edges=str(plain), net=coarse_net, **common), tmp_path / "coarse", out=out)
+    model = F._load(str(out), "cpu")
+    assert model.cfg.edge_coarse == 4 and float(model.edges.inject.weight.abs().max()) > 0
+    assert "a coarse branch on the features pooled 4x" in out.with_name("MODEL_CARD.md").read_text()
 
 
 def test_edge_weights_are_bini_layout_and_reach_stage2(monkeypatch):
