@@ -4,7 +4,9 @@ MADE against the exact (sparse LU) solve of the same system, per tolerance.
 The systems are the shipped model's fnin ones (edge-net weights, prior z_R, warm start
 z_R). Solvers: ``pyamg-sa`` (pyamg.smoothed_aggregation_solver with the options Stage II
 used before its own hierarchy), ``pyamg-sa-csr`` (the same with every level turned into
-CSR after setup) and ``amg`` (wls.sa_hierarchy, what Stage II uses).
+CSR after setup), ``amg`` (wls.sa_hierarchy, what Stage II uses: symmetric Gauss-Seidel
+sweeps before and after the coarse correction) and ``amg-fb`` (the same with one forward
+sweep before and one backward sweep after).
 This measures solver fidelity and cost, not the method's accuracy: the rule for
 fnin.SOLVE_RTOL is the loosest tolerance whose mean MADE is within 0.1% of the exact one
 (first among 1e-3 / 3e-4 / 1e-4; with the 1200-step edge net none of those was, and the
@@ -53,6 +55,7 @@ SOLVERS = {
     "pyamg-sa": lambda A: _pyamg(A, False),
     "pyamg-sa-csr": lambda A: _pyamg(A, True),
     "amg": lambda A: wls.sa_hierarchy(A).aspreconditioner(cycle="V").matvec,
+    "amg-fb": lambda A: wls.sa_hierarchy(A, smoother="forward-backward").aspreconditioner(cycle="V").matvec,
 }
 
 

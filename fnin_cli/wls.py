@@ -26,7 +26,12 @@ DIRECTIONS = ("u+", "u-", "v+", "v-")
 # Smoothed-aggregation AMG for these 5-point systems (:func:`sa_hierarchy`): symmetric
 # strength with a weak-connection threshold, standard aggregation, the constant candidate,
 # one Jacobi smoothing step of the tentative prolongator, a sparse LU at the bottom, CSR
-# on every level, symmetric Gauss-Seidel as pre- and post-smoother.
+# on every level, symmetric Gauss-Seidel sweeps before and after the coarse correction.
+# One forward sweep before and one backward after (also a symmetric V-cycle) halves the
+# smoothing for ~25% more iterations and was no faster: 9 DiLiGenT fnin solves at rtol
+# 1e-5, best of 3, 0.574 vs 0.575 s (benchmarks/stage2_solver.py, "amg-fb"; 0.60-0.62 vs
+# 0.66-0.69 s in two less careful runs).
+SA_SMOOTHER = "symmetric"
 SA_THETA = 0.05
 SA_MAX_COARSE = 100
 SA_OMEGA = 4.0 / 3.0
@@ -222,7 +227,7 @@ def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=5000, ref_norm=None):
 
 
 def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, omega: float = SA_OMEGA,
-                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12):
+                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12, smoother: str = SA_SMOOTHER):
     """A smoothed-aggregation hierarchy (pyamg's aggregation and smoothers) built here for
     speed, with the same choices as ``pyamg.smoothed_aggregation_solver(symmetry=
     "symmetric", max_coarse=100, coarse_solver="splu", strength=("symmetric", {"theta":
@@ -275,8 +280,13 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         A = sp.csr_matrix(R @ (A @ P))
         A.sort_indices()
     ml = MultilevelSolver(levels, coarse_solver="splu")
-    sgs = ("gauss_seidel", {"sweep": "symmetric"})
-    change_smoothers(ml, sgs, sgs)
+    if smoother == "forward-backward":
+        pre, post = ("gauss_seidel", {"sweep": "forward"}), ("gauss_seidel", {"sweep": "backward"})
+    elif smoother == "symmetric":
+        pre = post = ("gauss_seidel", {"sweep": "symmetric"})
+    else:
+        raise ValueError(f"unknown smoother '{smoother}' (forward-backward or symmetric)")
+    change_smoothers(ml, pre, post)
     return ml
 
 

@@ -129,3 +129,21 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
     inv_diag = 1.0 / A.diagonal()
     _, it_jac, _ = pcg(A, b, np.zeros(s.n), lambda v: inv_diag * v, rtol=1e-8)
     assert res <= 1e-8 and it_amg <= 25 and it_jac > 5 * it_amg
+
+
+@pytest.mark.parametrize("smoother", ["forward-backward", "symmetric"])
+def test_amg_v_cycle_is_symmetric_positive_definite(smoother):
+    """PCG needs a symmetric positive-definite preconditioner: the V-cycle's pre- and
+    post-smoothers must be adjoint (forward Gauss-Seidel before, backward after)."""
+    from fnin_cli.wls import sa_hierarchy
+
+    s, _ = _system(seed=5, size=60)
+    w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
+    A = s.matrix(w, 1e-9 * s.camera.focal ** 2)
+    M = sa_hierarchy(A, smoother=smoother).aspreconditioner(cycle="V").matvec
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=s.n), rng.normal(size=s.n)
+    assert abs(x @ M(y) - y @ M(x)) <= 1e-12 * np.linalg.norm(x) * np.linalg.norm(M(y))   # forward/forward: 3.5e-9
+    assert min(v @ M(v) for v in rng.normal(size=(5, s.n))) > 0
+    with pytest.raises(ValueError, match="unknown smoother"):
+        sa_hierarchy(A, smoother="jacobi")
