@@ -49,19 +49,24 @@ def _edge_model(seed=0, width=4):
     return FNINet(NetConfig(edge_width=width, edge_dilations=(1, 2, 1))).eval()
 
 
-def test_cropped_edge_inference_equals_the_whole_frame():
-    """edge_probabilities runs on the mask's box plus the receptive field: same numbers."""
-    model = _edge_model()
-    sc = make_scene(5, 90, 120, fold_prob=1.0)
-    mask = sc.mask.copy()
-    mask[:30], mask[:, :40], mask[:, 100:] = False, False, False
+def _crop_and_whole(model, sc, mask):
+    """(edge_probabilities' cropped run, the edge net on the whole frame, z_R, level)."""
     inp = build_input(sc.normals, None, mask, sc.K)
     lv = _level(inp)
     with torch.no_grad():
         z, _ = model.capped(lv, 64, attention=False)
         whole = torch.sigmoid(model.edges(z, lv)) * lv.mask
-    crop = model.edge_probabilities(z, lv)
+        crop = model.edge_probabilities(z, lv)
     assert crop.shape == whole.shape
+    return crop, whole, z, lv
+
+
+def test_cropped_edge_inference_equals_the_whole_frame():
+    """edge_probabilities runs on the mask's box plus the receptive field: same numbers."""
+    sc = make_scene(5, 90, 120, fold_prob=1.0)
+    mask = sc.mask.copy()
+    mask[:30], mask[:, :40], mask[:, 100:] = False, False, False
+    crop, whole, _, _ = _crop_and_whole(_edge_model(), sc, mask)
     assert float((crop - whole).abs().max()) < 1e-6
 
 
@@ -79,15 +84,11 @@ def test_coarse_branch_crop_equals_the_whole_frame(top, left):
     """With a coarse branch the crop margin covers its receptive field and the crop's
     origin stays on its pooling grid, also when the mask starts off that grid."""
     model = _coarse_model()
-    sc = make_scene(5, 150, 170, fold_prob=1.0)
+    sc = make_scene(5, 200, 220, fold_prob=1.0)
     mask = sc.mask.copy()
     mask[:top], mask[:, :left], mask[:, 150:], mask[140:] = False, False, False, False
-    inp = build_input(sc.normals, None, mask, sc.K)
-    lv = _level(inp)
+    crop, whole, z, lv = _crop_and_whole(model, sc, mask)
     with torch.no_grad():
-        z, _ = model.capped(lv, 64, attention=False)
-        whole = torch.sigmoid(model.edges(z, lv)) * lv.mask
-        crop = model.edge_probabilities(z, lv)
         no_branch = torch.sigmoid(model.edges.net(edge_features(z, lv)))
     assert float((crop - whole).abs().max()) < 1e-6
     assert float(((no_branch - whole) * lv.mask).abs().max()) > 1e-3      # the branch is live
