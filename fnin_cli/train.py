@@ -70,6 +70,8 @@ class TrainConfig:
     edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
     edge_objective: str = "bce"       # edges: "bce" (BiNI's weights of the true unknown as targets) or
                                       # "solve" (Stage II's error, differentiated through the solve)
+    edge_train: str = "all"           # edges: "all" of the edge net, or only its "coarse" branch (the
+                                      # full-resolution layers kept as init_edges gave them)
     solve_bce: float = 0.0            # edges, "solve": plus this times the "bce" loss (an anchor to
                                       # BiNI's weights where the solve's error says little)
     net: NetConfig = field(default_factory=NetConfig)
@@ -457,7 +459,14 @@ def build_model(cfg: TrainConfig) -> FNINet:
         except Exception as exc:
             raise ValueError(f"{cfg.init_edges}: no edge net of this shape to start from "
                              f"({str(exc).splitlines()[0][:80]})") from None
-    _train_only(model, "edges.")
+    if cfg.edge_train == "coarse":
+        if model.edges.factor <= 1 or not cfg.init_edges:
+            raise ValueError('edge_train "coarse" needs a coarse branch (net.edge_coarse > 1) and init_edges')
+        _train_only(model, ("edges.coarse.", "edges.inject."))
+    elif cfg.edge_train == "all":
+        _train_only(model, "edges.")
+    else:
+        raise ValueError(f"unknown edge_train '{cfg.edge_train}' (all or coarse)")
     return model
 
 
@@ -467,7 +476,7 @@ def _sub_state(path, prefix: str) -> dict:
     return {k[len(prefix):]: v for k, v in load_file(str(path)).items() if k.startswith(prefix)}
 
 
-def _train_only(model, prefix: str):
+def _train_only(model, prefix):
     for name, p in model.named_parameters():
         p.requires_grad_(name.startswith(prefix))
 
@@ -687,7 +696,10 @@ def _coarse(net: dict) -> str:
 
 
 def _init(cfg: dict) -> str:
-    return f"; edge net fine-tuned from `{cfg['init_edges']}`" if cfg.get("init_edges") else "; edge net fresh"
+    if not cfg.get("init_edges"):
+        return "; edge net fresh"
+    only = "; only its coarse branch trained" if cfg.get("edge_train") == "coarse" else ""
+    return f"; edge net fine-tuned from `{cfg['init_edges']}`{only}"
 
 
 def _demote(markdown: str) -> str:

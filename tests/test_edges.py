@@ -116,6 +116,18 @@ def test_coarse_branch_starts_as_the_net_it_is_added_to(tmp_path):
     model = F._load(str(out), "cpu")
     assert model.cfg.edge_coarse == 4 and float(model.edges.inject.weight.abs().max()) > 0
     assert "a coarse branch on the features pooled 4x" in out.with_name("MODEL_CARD.md").read_text()
+    # edge_train "coarse": the full-resolution layers stay as they were
+    only = tmp_path / "only" / "fnin.safetensors"
+    train(TrainConfig(steps=3, init_edges=str(plain), net=coarse_net, edge_train="coarse", **common),
+          tmp_path / "only", out=only)
+    model = F._load(str(only), "cpu")
+    for k, v in trained.edges.state_dict().items():
+        assert torch.equal(model.edges.state_dict()[k], v), k
+    assert float(model.edges.inject.weight.abs().max()) > 0
+    assert "only its coarse branch trained" in only.with_name("MODEL_CARD.md").read_text()
+    with pytest.raises(ValueError, match="needs a coarse branch"):
+        build_model(TrainConfig(steps=1, init_edges=str(plain), edge_train="coarse",
+                                net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)), **common))
 
 
 def test_edge_weights_are_bini_layout_and_reach_stage2(monkeypatch):
