@@ -252,7 +252,13 @@ class EdgeNet(nn.Module):
     Dilated 3x3 convolutions (receptive field 45 px at the default dilations) locate the
     jump that z_R smears over a coarse pixel's width. Output: logits of w_u-, w_v-
     (BiNI's convention: w_u+ = 1 - w_u-), trained against BiNI's weights computed from
-    the true unknown (:func:`bini_targets`).
+    the true unknown (:func:`bini_targets`) or through the solve.
+
+    With ``cfg.edge_coarse`` = f > 1 a coarse branch sees the same features pooled f x
+    (receptive field about 200 px at f = 4 and the default dilations) and is added into
+    the full-resolution layers: weights that can depend on a whole piece. Two such models
+    fine-tuned from the shipped net were no better on fresh synthetic scenes
+    (benchmarks/results/compare_edges_coarse.json); the shipped net has no branch.
     """
 
     def __init__(self, cfg: NetConfig, extra: int = 0):
