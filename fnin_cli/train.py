@@ -80,13 +80,15 @@ class TrainConfig:
     def from_dict(cls, d: dict) -> "TrainConfig":
         d = dict(d)
         net = d.pop("net", {})
-        for key in ("edge_dilations", "edge_coarse_dilations"):
-            if key in net:
-                net = {**net, key: tuple(net[key])}
-        return cls(net=NetConfig(**net), **d)
+        return cls(net=net_config(net), **d)
 
     def to_dict(self):
         return asdict(self)
+
+
+def net_config(net: dict) -> NetConfig:
+    """A NetConfig from its JSON form (dilation lists back to tuples)."""
+    return NetConfig(**{k: tuple(v) if k.endswith("dilations") else v for k, v in net.items()})
 
 
 def _scene(seed, res, stack_prob, fold_prob=0.0):
@@ -408,10 +410,7 @@ def read_weights(path) -> tuple:
     try:
         with safe_open(str(path), framework="pt") as fh:
             net = json.loads((fh.metadata() or {}).get("net", "{}"))
-        for key in ("edge_dilations", "edge_coarse_dilations"):
-            if key in net:
-                net[key] = tuple(net[key])
-        return NetConfig(**net), load_file(str(path))
+        return net_config(net), load_file(str(path))
     except Exception as exc:
         raise ValueError(f"{path}: cannot read FNIN weights ({str(exc).splitlines()[0][:80]})") from None
 
@@ -450,10 +449,11 @@ def build_model(cfg: TrainConfig) -> FNINet:
         raise ValueError(f"{cfg.base}: not Stage I weights of this network")
     if cfg.init_edges:
         try:
-            _, unexpected = model.edges.load_state_dict(_sub_state(cfg.init_edges, "edges."), strict=False)
+            start = _sub_state(cfg.init_edges, "edges.")
+            _, unexpected = model.edges.load_state_dict(start, strict=False)
             # a coarse branch may be new (it starts as a no-op); the rest must all be there
-            missing = [k for k in model.edges.state_dict() if k not in _sub_state(cfg.init_edges, "edges.")
-                       and not k.startswith(("coarse.", "inject."))]
+            missing = [k for k in model.edges.state_dict()
+                       if k not in start and not k.startswith(("coarse.", "inject."))]
             if missing or unexpected:
                 raise ValueError(f"missing {missing[:2]}, unexpected {unexpected[:2]}")
         except Exception as exc:
