@@ -55,7 +55,7 @@ def stage2_solvers(inp, gt, model, gpu: str) -> dict:
     sync()
     out = {"pixels": system.n, "network_s": time.perf_counter() - t}
     z_r = z_img[system.mask]
-    weights = F.edge_weights(system, p_img) if p_img is not None else F.attention_weights(system, om_img)
+    weights = F.model_weights(system, p_img, om_img)
     runs = ([("amg", 1e-3), ("amg", F.SOLVE_RTOL), ("direct", 0.0)]
             + [(f"torch:{gpu}", r) for r in GPU_RTOLS])
     for method, rtol in runs:

@@ -88,34 +88,28 @@ if [ "$mode" = compare ]; then
     done
   done
   wait
-  python3 - "$OUT/compare.json" /tmp/cmp/*.json <<'PY' | tee -a "$log"
+  # average the halves (and layouts' processes) per weights file: compare_models.py's JSON
+  # is {weights: {layout: {...}}}, edge_temperature.py's {"args": {"weights"}, "results": {layout: {...}}}
+  merge() {
+    python3 - "$@" <<'PY' | tee -a "$log"
 import json, sys
 from collections import defaultdict
 acc = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
 for f in sys.argv[2:]:
-    for w, res in json.load(open(f)).items():
+    d = json.load(open(f))
+    per_weights = {d["args"]["weights"]: d["results"]} if "results" in d else d
+    for w, res in per_weights.items():
         for layout, v in res.items():
-            if isinstance(v, dict):
+            if isinstance(v, dict) and layout != "mean":
                 for k, x in v.items():
                     acc[w][layout][k].append(x)
 out = {w: {l: {k: sum(x) / len(x) for k, x in d.items()} for l, d in ls.items()} for w, ls in acc.items()}
 json.dump(out, open(sys.argv[1], "w"), indent=1)
 print(json.dumps(out, indent=1))
 PY
-  python3 - "$OUT/floors.json" /tmp/floor/*.json <<'PY' | tee -a "$log"
-import json, sys
-from collections import defaultdict
-acc = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-for f in sys.argv[2:]:
-    d = json.load(open(f))
-    for layout, v in d["results"].items():
-        if layout != "mean":
-            for k, x in v.items():
-                acc[d["args"]["weights"]][layout][k].append(x)
-out = {w: {l: {k: sum(x) / len(x) for k, x in d.items()} for l, d in ls.items()} for w, ls in acc.items()}
-json.dump(out, open(sys.argv[1], "w"), indent=1)
-print(json.dumps(out, indent=1))
-PY
+  }
+  merge "$OUT/compare.json" /tmp/cmp/*.json
+  merge "$OUT/floors.json" /tmp/floor/*.json
   tail -n 3 /tmp/cmp/*.log /tmp/floor/*.log >> "$log"
   if [ $decide = 1 ]; then
     python3 - "$OUT" "$1" "$2" <<'PY' | tee -a "$log"

@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 import torch
+from scipy.sparse.linalg import spsolve
 
 from fnin_cli import fnin as F
 from fnin_cli import wls
@@ -54,7 +55,7 @@ def _pyamg(A, csr: bool):
 SOLVERS = {
     "pyamg-sa": lambda A: _pyamg(A, False),
     "pyamg-sa-csr": lambda A: _pyamg(A, True),
-    "amg": lambda A: wls.sa_hierarchy(A).aspreconditioner(cycle="V").matvec,
+    "amg": wls.amg_preconditioner,
     "amg-fb": lambda A: wls.sa_hierarchy(A, smoother="forward-backward").aspreconditioner(cycle="V").matvec,
 }
 
@@ -87,8 +88,6 @@ def main():
         def made(z):
             depth, _ = fix_scale(system.to_image(z), inp.camera, inp.mask)
             return align_and_errors(depth, gt, inp.mask, inp.camera.perspective)["made"]
-
-        from scipy.sparse.linalg import spsolve
 
         rec = {"pixels": system.n, "exact_made": made(spsolve(A.tocsc(), b))}
         for name in a.solvers.split(","):

@@ -229,6 +229,12 @@ def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool 
     return w
 
 
+def model_weights(system: NormalSystem, p_img, omega_img) -> dict:
+    """Stage II's weights from the network's outputs: the edge net's (:func:`edge_weights`)
+    when the model has one, else from omega (:func:`attention_weights`)."""
+    return edge_weights(system, p_img) if p_img is not None else attention_weights(system, omega_img)
+
+
 def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto", lam=1e-3,
              solver="auto", k=2.0, side: int = NETWORK_SIDE):
     """Stage I + Stage II. Returns (z, weights, discontinuity per pixel, seconds)."""
@@ -244,7 +250,7 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
     t2 = time.perf_counter()
     weights = None
     if method != "fnin-s":
-        weights = edge_weights(system, p_img) if p_img is not None else attention_weights(system, om_img)
+        weights = model_weights(system, p_img, om_img)
     if method == "fnin-stage1":
         z = z_img[system.mask]
     else:
