@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What runs on the lent GPU machine (the `device` tool), from the repo root there.
 #   bash benchmarks/device_run.sh check   # env, CUDA solver/timing check, training probe, tests
-#   bash benchmarks/device_run.sh train MINUTES CONFIG...   # concurrent GPU training runs (workers: the configs')
+#   bash benchmarks/device_run.sh train MINUTES CONFIG...   # concurrent GPU training runs (workers: the configs';
+#       TRAIN_DEVICE=cpu for a local dry run); each run folder comes back as NAME.tar
 #   bash benchmarks/device_run.sh compare SEED_OFFSET WEIGHTS...  # compare_models on the machine's CPU cores:
 #       24 fresh scenes per layout at 512 px, one process per (weights, layout, half); and
 #       edge_temperature.py's weight floors 0 / 0.003 / 0.01 / 0.03 on the same scenes
@@ -52,16 +53,16 @@ if [ "$mode" = train ]; then
   mkdir -p runs; i=0
   for cfg in "$@"; do
     name=$(basename "$cfg" .json)
-    $fnin train --config "$cfg" --device cuda --run-dir "runs/$name" \
+    $fnin train --config "$cfg" --device "${TRAIN_DEVICE:-cuda}" --run-dir "runs/$name" \
       --out "runs/$name/out/fnin.safetensors" --max-minutes "$minutes" --json > "runs/$name.log" 2>&1 &
     i=$((i + 1))
   done
   wait
   for cfg in "$@"; do
     name=$(basename "$cfg" .json)
-    cp "runs/$name/log.json" "runs/$name/out/" 2>/dev/null
     tail -n 3 "runs/$name.log" | tee -a "$log"
-    tar -C "runs/$name" -cf "$OUT/$name.tar" out
+    # the whole run folder (weights, card, log, checkpoints): small, and resumable here
+    tar -C runs -cf "$OUT/$name.tar" "$name"
   done
   exit 0
 fi

@@ -72,6 +72,8 @@ class TrainConfig:
                                       # "solve" (Stage II's error, differentiated through the solve)
     edge_train: str = "all"           # edges: "all" of the edge net, or only its "coarse" branch (the
                                       # full-resolution layers kept as init_edges gave them)
+    solve_workers: int = 0            # edges, "solve": processes for the per-scene solves (0: in
+                                      # the loop; the same numbers either way)
     solve_bce: float = 0.0            # edges, "solve": plus this times the "bce" loss (an anchor to
                                       # BiNI's weights where the solve's error says little)
     net: NetConfig = field(default_factory=NetConfig)
@@ -207,16 +209,26 @@ def weighted_bce(logits, target, mask, alpha: float):
 
 def _scene_system(lv, b: int, z_r):
     """One scene of a batch as numpy: (its Level, NormalSystem, lam, z_R over the mask)."""
+    one = Level(lv.normals[b:b + 1], lv.mask[b:b + 1], lv.K[b:b + 1], lv.pixel[b:b + 1])
+    system, lam = _numpy_system(*_scene_numpy(lv, b))
+    return one, system, lam, z_r[b, 0].detach().cpu().numpy().astype(np.float64)[system.mask]
+
+
+def _scene_numpy(lv, b: int) -> tuple:
+    """(normals HxWx3, mask, K, pixel size) of scene ``b`` as numpy: what a NormalSystem needs."""
+    return (lv.normals[b].permute(1, 2, 0).cpu().numpy(), lv.mask[b, 0].cpu().numpy() > 0,
+            lv.K[b].cpu().numpy(), float(lv.pixel[b]))
+
+
+def _numpy_system(normals, mask, K, pixel):
+    """The scene's NormalSystem and its classic prior weight lam."""
     from .camera import Camera
     from .pipeline import classic_lambda
     from .wls import NormalSystem
 
-    one = Level(lv.normals[b:b + 1], lv.mask[b:b + 1], lv.K[b:b + 1], lv.pixel[b:b + 1])
-    m = one.mask[0, 0].cpu().numpy() > 0
-    K = one.K[0].cpu().numpy().astype(np.float64)
-    cam = Camera(K) if K[0, 0] > 0 else Camera(None, float(one.pixel[0]))
-    system = NormalSystem(one.normals[0].permute(1, 2, 0).cpu().numpy().astype(np.float64), m, cam)
-    return one, system, classic_lambda(cam, m.shape), z_r[b, 0].detach().cpu().numpy().astype(np.float64)[m]
+    K = K.astype(np.float64)
+    cam = Camera(K) if K[0, 0] > 0 else Camera(None, pixel)
+    return NormalSystem(normals.astype(np.float64), mask, cam), classic_lambda(cam, mask.shape)
 
 
 def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
@@ -226,38 +238,79 @@ def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
     (``NormalSystem.weight_gradients``): one more solve per scene, same AMG hierarchy.
     Returns a tensor with the batch mean as value and that gradient."""
     z_r, logits = _edge_logits(model, lv, cfg)
-    return _solve_error(logits, lv, z_r, z_gt)
+    return _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers)
 
 
-def _solve_error(logits, lv, z_r, z_gt):
+def _solve_error(logits, lv, z_r, z_gt, workers: int = 0):
     from .fnin import EDGE_SHARPNESS
-    from .solvers import bini_layout
-    from .wls import amg_preconditioner, pcg
 
     w = torch.sigmoid(EDGE_SHARPNESS * logits) * lv.mask   # fnin.sharpen of the sigmoid
     w_np = w.detach().double().cpu().numpy()
     batch = w_np.shape[0]
-    grads, losses = np.zeros_like(w_np), []
-    for b in range(batch):
-        _, system, lam, zr = _scene_system(lv, b, z_r)
-        m = system.mask
-        weights = bini_layout(w_np[b, 0][m], w_np[b, 1][m])
-        A = system.matrix(weights, lam)
-        rhs = system.rhs(weights, lam, None)
-        M = amg_preconditioner(A)
-        z, _, _ = pcg(A, rhs + lam * zr, zr, M, rtol=1e-6, ref_norm=float(np.sqrt(rhs @ rhs)))
-        gt = z_gt[b, 0].cpu().numpy().astype(np.float64)[m]
-        err = (z - z.mean()) - (gt - gt.mean())
-        spread = max(float(np.mean(np.abs(gt - gt.mean()))), 1e-12)
-        losses.append(float(np.mean(np.abs(err))) / spread)
-        sgn = np.sign(err)
-        dz = (sgn - sgn.mean()) / (err.size * spread)
-        adj, _, _ = pcg(A, dz, np.zeros_like(dz), M, rtol=1e-6)
-        g = system.weight_gradients(z, adj)
-        grads[b, 0][m] = (g["u-"] - g["u+"]) / batch      # w_u+ = 1 - w_u-
-        grads[b, 1][m] = (g["v-"] - g["v+"]) / batch
+    zr_np = z_r.detach().cpu().numpy()
+    zgt_np = z_gt.detach().cpu().numpy()
+    jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0]) for b in range(batch)]
+    if workers > 0:
+        results = list(solve_pool(workers).map(_scene_solve_error, *zip(*jobs)))
+    else:
+        results = [_scene_solve_error(*job) for job in jobs]
+    grads = np.zeros_like(w_np)
+    for b, (_, g) in enumerate(results):
+        grads[b] = g / batch
     surrogate = (w * torch.from_numpy(grads).to(w)).sum()
-    return surrogate - surrogate.detach() + float(np.mean(losses))
+    return surrogate - surrogate.detach() + float(np.mean([loss for loss, _ in results]))
+
+
+def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img):
+    """One scene of :func:`_solve_error` (numpy in, numpy out, so a worker process can run
+    it): its relative error with the weights ``w`` (2 x H x W: w_u-, w_v-) and that error's
+    gradient with respect to them."""
+    from .solvers import bini_layout
+    from .wls import amg_preconditioner, pcg
+
+    system, lam = _numpy_system(normals, mask, K, pixel)
+    m = system.mask
+    zr = zr_img.astype(np.float64)[m]
+    weights = bini_layout(w[0][m], w[1][m])
+    A = system.matrix(weights, lam)
+    rhs = system.rhs(weights, lam, None)
+    M = amg_preconditioner(A)
+    z, _, _ = pcg(A, rhs + lam * zr, zr, M, rtol=1e-6, ref_norm=float(np.sqrt(rhs @ rhs)))
+    gt = zgt_img.astype(np.float64)[m]
+    err = (z - z.mean()) - (gt - gt.mean())
+    spread = max(float(np.mean(np.abs(gt - gt.mean()))), 1e-12)
+    sgn = np.sign(err)
+    dz = (sgn - sgn.mean()) / (err.size * spread)
+    adj, _, _ = pcg(A, dz, np.zeros_like(dz), M, rtol=1e-6)
+    g = system.weight_gradients(z, adj)
+    grad = np.zeros_like(w)
+    grad[0][m] = g["u-"] - g["u+"]      # w_u+ = 1 - w_u-
+    grad[1][m] = g["v-"] - g["v+"]
+    return float(np.mean(np.abs(err))) / spread, grad
+
+
+_SOLVE_POOLS: dict = {}
+
+
+def solve_pool(workers: int):
+    """A process pool (spawned once per size, one BLAS thread each) for the solve objective's
+    per-scene solves; :func:`close_solve_pools` ends them."""
+    if workers not in _SOLVE_POOLS:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        _SOLVE_POOLS[workers] = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
+                                                    initializer=_one_thread)
+    return _SOLVE_POOLS[workers]
+
+
+def _one_thread():
+    torch.set_num_threads(1)
+
+
+def close_solve_pools():
+    while _SOLVE_POOLS:
+        _SOLVE_POOLS.popitem()[1].shutdown(wait=True, cancel_futures=True)
 
 
 @torch.no_grad()
@@ -391,6 +444,7 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
         _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, progress, max_seconds)
     finally:
         feed.close()
+        close_solve_pools()
     best = min((v for _, v in log["val"]), default=math.inf)
     summary = {"steps_done": len(log["loss"]), "best_val": best, "seconds": log["seconds"]}
     if out is not None:
@@ -520,7 +574,7 @@ def step_loss(model, lv, z_gt, cfg: TrainConfig):
     z_r, logits = _edge_logits(model, lv, cfg)       # once, for both parts of the objective
     if cfg.edge_objective != "solve":
         return _bce_to_bini(logits, lv, z_gt, cfg)
-    loss = _solve_error(logits, lv, z_r, z_gt)
+    loss = _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers)
     return loss + cfg.solve_bce * _bce_to_bini(logits, lv, z_gt, cfg) if cfg.solve_bce else loss
 
 
