@@ -24,8 +24,7 @@ from fnin_cli.wls import NormalSystem
 
 
 def made(inp, gt, system, z):
-    depth, _ = P.fix_scale(system.to_image(z), inp.camera, inp.mask, None, None)
-    return bench.align_and_errors(depth, gt, inp.mask, inp.camera.perspective)["made"]
+    return bench.unknown_made(inp, gt, system.to_image(z))
 
 
 def main():

@@ -23,8 +23,9 @@ import numpy as np
 import torch
 
 from fnin_cli import fnin as F
-from fnin_cli.bench import align_and_errors, cuda_synchronize, resolve_cases
-from fnin_cli.pipeline import build_input, classic_lambda, fix_scale
+from fnin_cli.bench import resolve_cases, unknown_made
+from fnin_cli.pipeline import build_input, classic_lambda
+from fnin_cli.resources import cuda_synchronize
 from fnin_cli.solvers import integrate_bini
 from fnin_cli.synthetic import make_scene, relative_error
 from fnin_cli.train import VAL_SEED0
@@ -37,11 +38,8 @@ def diligent_cases(data):
     """(group, name, Input, error of an unknown z) per DiLiGenT object: MADE in mm."""
     for case in resolve_cases("diligent", data)[1]:
         inp, gt = case.load()
-
-        def made(system, z, inp=inp, gt=gt):
-            depth, _ = fix_scale(system.to_image(z), inp.camera, inp.mask, None, None)
-            return float(align_and_errors(depth, gt, inp.mask, inp.camera.perspective)["made"])
-        yield "diligent", case.name, inp, made
+        yield "diligent", case.name, inp, lambda system, z, inp=inp, gt=gt: unknown_made(
+            inp, gt, system.to_image(z))
 
 
 def synthetic_cases(n, res):

@@ -26,8 +26,8 @@ from scipy.sparse.linalg import spsolve
 
 from fnin_cli import fnin as F
 from fnin_cli import wls
-from fnin_cli.bench import align_and_errors, resolve_cases
-from fnin_cli.pipeline import classic_lambda, fix_scale
+from fnin_cli.bench import resolve_cases, unknown_made
+from fnin_cli.pipeline import classic_lambda
 from fnin_cli.resources import limit_threads
 
 PYAMG_SA = dict(symmetry="symmetric", max_coarse=100, coarse_solver="splu",
@@ -86,8 +86,7 @@ def main():
         ref = float(np.sqrt(wls._dot(b_data, b_data)))
 
         def made(z):
-            depth, _ = fix_scale(system.to_image(z), inp.camera, inp.mask)
-            return align_and_errors(depth, gt, inp.mask, inp.camera.perspective)["made"]
+            return unknown_made(inp, gt, system.to_image(z))
 
         rec = {"pixels": system.n, "exact_made": made(spsolve(A.tocsc(), b))}
         for name in a.solvers.split(","):

@@ -105,6 +105,15 @@ def align_and_errors(est, gt, mask, perspective: bool) -> dict:
     return out
 
 
+def unknown_made(inp, gt, z_img) -> float:
+    """MADE of a solve's unknown (an image, as ``NormalSystem.to_image`` gives it) after
+    the pipeline's default scale fix: how the benchmark scripts score a bare solve."""
+    from .pipeline import fix_scale
+
+    depth, _ = fix_scale(z_img, inp.camera, inp.mask, None, None)
+    return align_and_errors(depth, gt, inp.mask, inp.camera.perspective)["made"]
+
+
 # ------------------------------------------------------------------ cases
 
 @dataclass(frozen=True)
