@@ -90,18 +90,15 @@ def main():
     ap.add_argument("--big", default="synthetic-2048x1536,synthetic-4096x3072")
     ap.add_argument("--objects", type=int, default=9, help="first N DiLiGenT objects (a dry run: 1)")
     ap.add_argument("--weights", default=None, help="model file (default: the bundled one)")
-    ap.add_argument("--floor", type=float, default=None, help="edge-weight floor (default: fnin.EDGE_FLOOR)")
     a = ap.parse_args()
     global WEIGHTS
     WEIGHTS = a.weights
-    if a.floor is not None:
-        F.EDGE_FLOOR = a.floor
     torch.set_num_threads(1)
     gpu = "cuda" if torch.cuda.is_available() else "cpu"   # cpu: a dry run of the script
     report = {"date": datetime.date.today().isoformat(),
               "gpu": torch.cuda.get_device_name() if gpu == "cuda" else "none (dry run)",
               "cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
-              "threads": 1, "weights": a.weights or "bundled", "edge_floor": F.EDGE_FLOOR,
+              "threads": 1, "weights": a.weights or "bundled",
               "stage2": {}, "end_to_end": {}, "big": {}}
     model = F.load_model(a.weights, gpu)
     _, cases = bench.resolve_cases("diligent", data=a.data)

@@ -56,7 +56,6 @@ SOLVERS = {
     "pyamg-sa": lambda A: _pyamg(A, False),
     "pyamg-sa-csr": lambda A: _pyamg(A, True),
     "amg": wls.amg_preconditioner,
-    "amg-fb": lambda A: wls.sa_hierarchy(A, smoother="forward-backward").aspreconditioner(cycle="V").matvec,
 }
 
 

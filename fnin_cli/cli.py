@@ -242,13 +242,12 @@ def train(
                                                 help="stop (resumably) after this long (this invocation)"),
     device: Optional[str] = typer.Option(None, "--device", help="cpu (default) or cuda"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes rendering scenes ahead (0: none)"),
-    base: Optional[Path] = typer.Option(None, "--base", help="edges / rounds stage: the trained weights to start from"),
+    base: Optional[Path] = typer.Option(None, "--base", help="edges stage: the trained weights to start from"),
     force: bool = typer.Option(False, "--force", help="overwrite existing --out weights and their card"),
     json_out: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
 ):
     """Train FNIN on generated synthetic scenes (CPU friendly, resumable): Stage I; with a
-    config of "stage": "edges" and --base, the edge net on a trained Stage I; with
-    "stage": "rounds" and --base, one more learned reweighting round on a model with an edge net."""
+    config of "stage": "edges" and --base, the edge net on a trained Stage I."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from .train import TrainConfig, train as run_train
@@ -269,12 +268,12 @@ def train(
             cfg_dict[key] = val
     try:
         cfg = TrainConfig.from_dict(cfg_dict)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         _die(f"bad config: {exc}")
     if cfg.workers < 0:
         _die("--workers must be 0 or more")
-    if cfg.stage not in ("network", "edges", "rounds"):
-        _die(f"stage '{cfg.stage}': use network, edges or rounds")
+    if cfg.stage not in ("network", "edges"):
+        _die(f"stage '{cfg.stage}': use network or edges")
     if cfg.stage != "network":
         from .train import build_model
 

@@ -10,8 +10,6 @@
   by ``EDGE_SHARPNESS``) or, for a model without one, from omega (the weight of the
   difference towards neighbour q is 1 - omega(q), paper: "weights at adjacent pixels in
   omega"); one solve of the WLS with the prior lam (z - z_R)^2, warm-started at z_R.
-  A model with learned rounds (``NetConfig.edge_rounds``) then reweights from that
-  solution and solves again, once per round (:func:`learned_rounds`).
 - Stage II, ``fnin-s``: BiNI's sigmoid weights computed once from z_R, one solve.
 """
 
@@ -26,7 +24,7 @@ import numpy as np
 import torch
 
 from .errors import FninError
-from .network import FNINet, Level, NetConfig
+from .network import FNINet, Level, net_config
 from .solvers import bini_layout, bini_weights
 from .wls import NormalSystem
 
@@ -54,10 +52,6 @@ GPU_MAXITER = 20000
 # 0.4927 as trained (fold scenes 0.369 vs 0.484); grid 0.5..4 and the >= 1% rule fixed
 # beforehand (benchmarks/edge_temperature.py, results/edge_temperature.json).
 EDGE_SHARPNESS = 2.0
-# Lower bound of every edge weight (upper: 1 - floor), so no neighbour pair is cut
-# completely. 0: any floor from 0.003 to 0.03 roughly doubled the fold-scene error (0.239 ->
-# 0.464-0.553 on 24 fresh scenes at 512 px; benchmarks/results/edge_floor.json).
-EDGE_FLOOR = 0.0
 
 
 def pick_solver(solver: str) -> tuple:
@@ -102,11 +96,11 @@ def _load(path: str, device: str) -> FNINet:
     try:
         with safe_open(str(p), framework="pt") as fh:
             meta = fh.metadata() or {}
-        cfg = NetConfig(**json.loads(meta.get("net", "{}")))
+        cfg = net_config(json.loads(meta.get("net", "{}")))
         model = FNINet(cfg)
         model.load_state_dict(load_file(str(p)))
-    except FninError:
-        raise
+    except FninError as exc:
+        raise FninError(exc.message, p) from None
     except Exception as exc:
         raise FninError(f"cannot load FNIN weights ({str(exc).splitlines()[0][:100]})", p) from None
     model.eval()
@@ -174,37 +168,11 @@ def sharpen(p: np.ndarray, a: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * a * np.log(q / (1.0 - q))))
 
 
-def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float = EDGE_SHARPNESS,
-                 floor: float | None = None) -> dict:
+def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float = EDGE_SHARPNESS) -> dict:
     """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout),
-    sharpened by ``sharpness`` (:func:`sharpen`) and kept in [floor, 1 - floor], so that
-    with floor > 0 no neighbour pair is cut completely (``benchmarks/edge_temperature.py``;
-    None: ``EDGE_FLOOR``)."""
-    floor = EDGE_FLOOR if floor is None else floor
+    sharpened by ``sharpness`` (:func:`sharpen`)."""
     wu, wv = (sharpen(p_img[i][system.mask], sharpness) for i in (0, 1))
-    if floor > 0.0:
-        wu, wv = np.clip(wu, floor, 1.0 - floor), np.clip(wv, floor, 1.0 - floor)
     return bini_layout(wu, wv)
-
-
-@torch.no_grad()
-def learned_rounds(model: FNINet, system: NormalSystem, lv: Level, z_r: np.ndarray, z: np.ndarray,
-                   p_img: np.ndarray, lam: float, solver: str = "amg", rtol: float = SOLVE_RTOL,
-                   maxiter: int = 5000, rounds=None):
-    """The model's learned rounds after Stage II: each round net reads the last solution z
-    and the weights that gave it, proposes new weights, and the WLS (prior z_R, warm start
-    z) is solved again. ``lv``: the image as the network's input level (one image).
-    Returns (z, weights, last weights image); ``rounds`` limits which."""
-    dev = lv.mask.device
-    weights = edge_weights(system, p_img)
-    for net in (model.rounds if rounds is None else rounds):
-        z_t = torch.from_numpy(system.to_image(z, 0.0).astype(np.float32))[None, None].to(dev)
-        prev = torch.from_numpy(p_img.astype(np.float32))[None].to(dev)
-        with full_float32():
-            p_img = model.edge_probabilities(z_t, lv, net, prev)[0].double().cpu().numpy()
-        weights = edge_weights(system, p_img)
-        z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z, method=solver, rtol=rtol, maxiter=maxiter)
-    return z, weights, p_img
 
 
 def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool = True) -> dict:
@@ -257,11 +225,6 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
         lin, rtol, maxiter = pick_solver(solver)
         z, weights = stage2(system, z_img[system.mask], om_img, method, lam, lin, k, rtol, maxiter, weights)
         seconds["solve"] = time.perf_counter() - t2
-        if p_img is not None and len(model.rounds):
-            t3 = time.perf_counter()
-            lv = _level_from_input(inp, net_device)
-            z, weights, _ = learned_rounds(model, system, lv, z_img[system.mask], z, p_img, lam, lin, rtol, maxiter)
-            seconds["rounds"] = time.perf_counter() - t3
     disc = om_img[system.mask] if om_img is not None and method != "fnin-s" else None
     return z, weights, disc, seconds
 

@@ -36,6 +36,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .errors import FninError
+
 
 @dataclass
 class NetConfig:
@@ -50,15 +52,37 @@ class NetConfig:
                              # (the domain is not periodic; 0 = the shipped model)
     edge_width: int = 0      # full-resolution edge net width (0: none; Stage II uses omega)
     edge_dilations: tuple = (1, 2, 4, 8, 4, 2, 1)   # its 3x3 conv layers (receptive field 45 px)
-    edge_rounds: int = 0     # learned reweighting rounds after the edge net's solve (EdgeNets that
-                             # also see the previous weights; 0: one solve, as the paper)
-    edge_coarse: int = 0     # edge net's coarse branch: the same features pooled by this factor
-                             # (0: none), dilated convs there, added into the full-resolution
-                             # layers (:class:`EdgeNet`): a receptive field of whole pieces
-    edge_coarse_dilations: tuple = (1, 2, 4, 8, 4, 2, 1)
 
     def to_dict(self):
         return asdict(self)
+
+
+# Config keys of experiments that were never shipped (learned reweighting rounds, the edge
+# net's coarse branch). Weights written while they existed carry them at their "off" value.
+LEGACY_NET_KEYS = ("edge_rounds", "edge_coarse", "edge_coarse_dilations")
+
+
+def net_config(net: dict) -> NetConfig:
+    """A :class:`NetConfig` from its JSON form (weights metadata, train configs).
+
+    Lists become tuples. Legacy keys (``LEGACY_NET_KEYS``) are accepted at their "off"
+    value (0; any dilations when ``edge_coarse`` is 0) and dropped.
+
+    Raises
+    ------
+    FninError
+        If a legacy key switches on a removed feature, or a key is unknown.
+    """
+    net = dict(net)
+    legacy = {k: net.pop(k) for k in LEGACY_NET_KEYS if k in net}
+    for key in ("edge_rounds", "edge_coarse"):
+        if legacy.get(key, 0) not in (0, None):
+            raise FninError(f"network config '{key}': {legacy[key]} needs a feature removed from fnin "
+                            f"(learned rounds / coarse edge branch); only 0 is supported")
+    unknown = sorted(set(net) - set(NetConfig.__dataclass_fields__))
+    if unknown:
+        raise FninError(f"unknown network config key(s) {', '.join(unknown)}")
+    return NetConfig(**{k: tuple(v) if k.endswith("dilations") else v for k, v in net.items()})
 
 
 # ---------------------------------------------------------------- spectral conv
@@ -253,79 +277,28 @@ class EdgeNet(nn.Module):
     jump that z_R smears over a coarse pixel's width. Output: logits of w_u-, w_v-
     (BiNI's convention: w_u+ = 1 - w_u-), trained against BiNI's weights computed from
     the true unknown (:func:`bini_targets`) or through the solve.
-
-    With ``cfg.edge_coarse`` = f > 1 a coarse branch sees the same features pooled f x
-    (receptive field about 200 px at f = 4 and the default dilations) and is added into
-    the full-resolution layers: weights that can depend on a whole piece. Two such models
-    fine-tuned from the shipped net were no better on fresh synthetic scenes
-    (benchmarks/results/compare_edges_coarse.json); the shipped net has no branch.
     """
 
-    def __init__(self, cfg: NetConfig, extra: int = 0):
+    def __init__(self, cfg: NetConfig):
         super().__init__()
-        layers, cin = [], EDGE_FEATURES + extra
+        layers, cin = [], EDGE_FEATURES
         for d in cfg.edge_dilations:
             layers += [nn.Conv2d(cin, cfg.edge_width, 3, padding=int(d), dilation=int(d)), nn.GELU()]
             cin = cfg.edge_width
         layers.append(nn.Conv2d(cin, 2, 1))
         self.net = nn.Sequential(*layers)
-        self.factor = int(cfg.edge_coarse)
-        if self.factor > 1:
-            # coarse branch: the features pooled by ``factor`` (mask-weighted), dilated convs
-            # there, upsampled and added (1x1 ``inject``) to the hidden field after the
-            # widest full-resolution layer. ``inject`` starts at 0, so a branch added to a
-            # trained edge net starts from that net's exact outputs.
-            branch, cin = [], EDGE_FEATURES + extra
-            for d in cfg.edge_coarse_dilations:
-                branch += [nn.Conv2d(cin, cfg.edge_width, 3, padding=int(d), dilation=int(d)), nn.GELU()]
-                cin = cfg.edge_width
-            self.coarse = nn.Sequential(*branch)
-            self.inject = nn.Conv2d(cin, cfg.edge_width, 1)
-            nn.init.zeros_(self.inject.weight)
-            nn.init.zeros_(self.inject.bias)
-            widest = max(range(len(cfg.edge_dilations)), key=lambda i: int(cfg.edge_dilations[i]))
-            self.inject_at = 2 * widest + 2          # after that layer's GELU in ``net``
-
     @staticmethod
     def radius(cfg: NetConfig) -> int:
         """Pixels beyond which the input does not change an output (crop margin)."""
-        r = sum(int(d) for d in cfg.edge_dilations) + 1
-        if int(cfg.edge_coarse) > 1:
-            f = int(cfg.edge_coarse)
-            r += f * (sum(int(d) for d in cfg.edge_coarse_dilations) + 2)
-        return r
+        return sum(int(d) for d in cfg.edge_dilations) + 1
 
-    def _coarse_field(self, feat, mask):
-        """The coarse branch's hidden field at full resolution (B, width, H, W). Pooling
-        blocks start at row/column 0 of ``feat``; callers that crop keep the crop's origin
-        on a multiple of ``factor`` so that the blocks do not move."""
-        f = self.factor
-        h, w = feat.shape[-2:]
-        ph, pw = (-h) % f, (-w) % f
-        fm = F.pad(torch.cat([feat * mask, mask], dim=1), (0, pw, 0, ph))
-        pooled = F.avg_pool2d(fm, f)
-        cm = pooled[:, -1:]
-        c = pooled[:, :-1] / cm.clamp_min(1e-6) * (cm > 0)
-        c = self.inject(self.coarse(c))
-        c = F.interpolate(c, scale_factor=f, mode="bilinear", align_corners=False)
-        return c[..., :h, :w]
-
-    def forward(self, z, lv: "Level", prev=None):
-        """Logits of w_u-, w_v-; ``prev`` (B,2,H,W): a round's previous weights in [0, 1]."""
+    def forward(self, z, lv: "Level"):
+        """Logits of w_u-, w_v- (B,2,H,W), 0 outside the mask."""
         feat = edge_features(z, lv)
-        if prev is not None:
-            feat = torch.cat([feat, (2.0 * prev - 1.0) * lv.mask], dim=1)
-        coarse = self._coarse_field(feat, lv.mask) if self.factor > 1 else None
         # channels-last: the 12-channel convolutions run faster in oneDNN that way (edge
         # net on the 9 DiLiGenT objects, 1 thread: 0.60 -> 0.46 s, same output)
         x = feat.contiguous(memory_format=torch.channels_last)
-        if coarse is None:
-            return self.net(x).contiguous() * lv.mask
-        for i, layer in enumerate(self.net):
-            if i == self.inject_at:
-                x = x + coarse
-            x = layer(x)
-        return x.contiguous() * lv.mask
+        return self.net(x).contiguous() * lv.mask
 
 
 def view_cosine(lv: "Level"):
@@ -528,8 +501,6 @@ class FNINet(nn.Module):
         self.iterative = FNO(self.cfg)
         self.attention = AttentionNet(self.cfg)
         self.edges = EdgeNet(self.cfg) if self.cfg.edge_width > 0 else None
-        # a round reweights from a Stage II solution z and the weights that produced it
-        self.rounds = nn.ModuleList(EdgeNet(self.cfg, extra=2) for _ in range(self.cfg.edge_rounds))
 
     def step(self, net: FNO, z_hat, lv: Level):
         """One scale: z_new = z_hat + s * 2 tanh(FNO(residual / s, grid)), mean removed."""
@@ -584,30 +555,25 @@ class FNINet(nn.Module):
         return outs
 
     @torch.no_grad()
-    def edge_probabilities(self, z, lv: Level, net: EdgeNet | None = None, prev=None):
+    def edge_probabilities(self, z, lv: Level):
         """The edge net's w_u-, w_v- (B,2,H,W) for one image, run on the mask's bounding
         box widened by the receptive field's radius: the same numbers inside the mask as
         on the whole frame (which costs up to 2-3x more on DiLiGenT's frames).
-
-        ``net``: one of ``self.rounds`` instead, given z from a solve and its weights ``prev``.
         """
-        net = self.edges if net is None else net
         margin = EdgeNet.radius(self.cfg)
-        f = max(1, int(self.cfg.edge_coarse))   # crop origin on the coarse branch's block grid
         m = lv.mask[0, 0] > 0
         rows, cols = torch.nonzero(m.any(dim=1)), torch.nonzero(m.any(dim=0))
         h, w = m.shape
         if rows.numel() == 0:
             return torch.zeros(1, 2, h, w, device=z.device)
-        r0, r1 = max(0, int(rows[0]) - margin) // f * f, min(h, int(rows[-1]) + 1 + margin)
-        c0, c1 = max(0, int(cols[0]) - margin) // f * f, min(w, int(cols[-1]) + 1 + margin)
+        r0, r1 = max(0, int(rows[0]) - margin), min(h, int(rows[-1]) + 1 + margin)
+        c0, c1 = max(0, int(cols[0]) - margin), min(w, int(cols[-1]) + 1 + margin)
         K = lv.K.clone()
         persp = (K[:, 0, 0] > 0).to(K.dtype)
         K[:, 0, 2] -= c0 * persp
         K[:, 1, 2] -= r0 * persp
         sub = Level(lv.normals[..., r0:r1, c0:c1], lv.mask[..., r0:r1, c0:c1], K, lv.pixel)
-        prev = None if prev is None else prev[..., r0:r1, c0:c1]
-        p = torch.sigmoid(net(z[..., r0:r1, c0:c1], sub, prev)) * sub.mask
+        p = torch.sigmoid(self.edges(z[..., r0:r1, c0:c1], sub)) * sub.mask
         return F.pad(p, (c0, w - c1, r0, h - r1))
 
     def capped(self, lv: Level, side: int, attention: bool = True):

@@ -93,6 +93,3 @@ def integrate_bini(
             break
     return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)
 
-
-def uniform_weights(n: int) -> dict:
-    return {d: np.ones(n) for d in DIRECTIONS}

@@ -1,13 +1,10 @@
 """Training FNIN on synthetic scenes (`fnin train`).
 
-Three stages, each its own run: ``stage="network"`` trains Stage I (the FNO pyramid and
+Two stages, each its own run: ``stage="network"`` trains Stage I (the FNO pyramid and
 its attention net) with the detail-weighted loss; ``stage="edges"`` freezes a trained
 Stage I (``base``) and trains the full-resolution edge net to give BiNI's weights of the
 true surface (``network.bini_targets``) from the network's z_R, selecting on the
-end-to-end error of one Stage II solve; ``stage="rounds"`` freezes a model with an edge
-net (and any rounds it has) and trains one more learned round: a net that reads the
-last Stage II solution and its weights and gives new weights, for one more solve
-(targets and selection as for the edge net).
+end-to-end error of one Stage II solve.
 
 Deterministic on CPU for a given seed and thread count: scene ``i`` of step ``s`` is
 ``make_scene(seed * 1_000_003 + s * batch + i)``; validation scenes use a disjoint
@@ -30,7 +27,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .network import FNINet, Level, NetConfig, bini_targets, count_parameters, detail_weighted_loss, masked_mean
+from .errors import FninError
+from .network import (FNINet, Level, NetConfig, bini_targets, count_parameters, detail_weighted_loss,
+                      masked_mean, net_config)
 from .synthetic import make_scene, scene_arrays
 
 VAL_SEED0 = 900_000_000
@@ -60,18 +59,13 @@ class TrainConfig:
     fold_prob: float = 0.0            # share of fold (self-occluding surface) scenes
     device: str = "cpu"               # cpu or cuda (TF32 off, so CPU and GPU losses agree)
     workers: int = 0                  # processes generating scenes ahead (0: in the loop)
-    stage: str = "network"            # "network" (Stage I), "edges" (edge net on a frozen Stage I)
-                                      # or "rounds" (one more learned round on a frozen model)
-    base: str = ""                    # edges, rounds: the weights it starts from
-    init_round: str = "edges"         # rounds: start the new round from the edge net ("edges"; the
-                                      # extra inputs at 0), "" fresh, or a file's last round
+    stage: str = "network"            # "network" (Stage I) or "edges" (edge net on a frozen Stage I)
+    base: str = ""                    # edges: the weights it starts from
     init_edges: str = ""              # edges: start from this file's edge net (fine-tuning; "" = fresh)
     side: int = 64                    # edges: network cap giving z_R, as fnin.NETWORK_SIDE at inference
     edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
     edge_objective: str = "bce"       # edges: "bce" (BiNI's weights of the true unknown as targets) or
                                       # "solve" (Stage II's error, differentiated through the solve)
-    edge_train: str = "all"           # edges: "all" of the edge net, or only its "coarse" branch (the
-                                      # full-resolution layers kept as init_edges gave them)
     solve_workers: int = 0            # edges, "solve": processes for the per-scene solves (0: in
                                       # the loop; the same numbers either way)
     solve_bce: float = 0.0            # edges, "solve": plus this times the "bce" loss (an anchor to
@@ -80,17 +74,24 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
+        """A config from its JSON form; keys of removed experiments are accepted at their
+        "off" value (``LEGACY_TRAIN_KEYS``) and refused otherwise (ValueError)."""
         d = dict(d)
         net = d.pop("net", {})
-        return cls(net=net_config(net), **d)
+        for key, off in LEGACY_TRAIN_KEYS.items():
+            if key in d and d.pop(key) not in off:
+                raise ValueError(f"train config '{key}': a removed experiment; use one of {off} or drop it")
+        try:
+            return cls(net=net_config(net), **d)
+        except FninError as exc:
+            raise ValueError(str(exc)) from None
 
     def to_dict(self):
         return asdict(self)
 
 
-def net_config(net: dict) -> NetConfig:
-    """A NetConfig from its JSON form (dilation lists back to tuples)."""
-    return NetConfig(**{k: tuple(v) if k.endswith("dilations") else v for k, v in net.items()})
+# keys of removed experiments (learned rounds, coarse edge branch) and their "off" values
+LEGACY_TRAIN_KEYS = {"init_round": ("edges", ""), "edge_train": ("all",)}
 
 
 def _scene(seed, res, stack_prob, fold_prob=0.0):
@@ -314,38 +315,9 @@ def close_solve_pools():
 
 
 @torch.no_grad()
-def round_inputs(model, lv, cfg: "TrainConfig"):
-    """What the newest round reads, per scene of a batch: the Stage II solution z (as an
-    image) and the weights that gave it, after the frozen edge net and earlier rounds; as
-    at inference (AMG on the CPU, the bounding-box edge net)."""
-    from . import fnin as FN
-
-    z_r, _ = model.capped(lv, cfg.side, attention=False)
-    zs, ps = [], []
-    for b in range(lv.mask.shape[0]):
-        one, system, lam, zr = _scene_system(lv, b, z_r)
-        p = model.edge_probabilities(z_r[b:b + 1], one)[0].double().cpu().numpy()
-        z, _ = FN.stage2(system, zr, None, "fnin", lam, "amg", weights=FN.edge_weights(system, p))
-        z, _, p = FN.learned_rounds(model, system, one, zr, z, p, lam, rounds=model.rounds[:-1])
-        zs.append(system.to_image(z, 0.0))
-        ps.append(p)
-    dev = lv.mask.device
-    return (torch.from_numpy(np.stack(zs)[:, None].astype(np.float32)).to(dev),
-            torch.from_numpy(np.stack(ps).astype(np.float32)).to(dev))
-
-
-def round_loss(model, lv, z_gt, cfg: "TrainConfig"):
-    """Weighted BCE of the newest round's weights against BiNI's weights of the true unknown."""
-    z, prev = round_inputs(model, lv, cfg)
-    with torch.no_grad():
-        target = bini_targets(z_gt, lv)
-    return weighted_bce(model.rounds[-1](z, lv, prev), target, lv.mask, cfg.edge_alpha)
-
-
-@torch.no_grad()
 def validate_edges(model, cfg: "TrainConfig") -> float:
     """End-to-end relative error of ``fnin`` (a Stage II solve with the edge net's
-    weights, then the model's rounds) on the fixed validation scenes, as
+    weights) on the fixed validation scenes, as
     :func:`synthetic.relative_error`."""
     from .pipeline import build_input, integrate
     from .synthetic import relative_error
@@ -432,7 +404,7 @@ def train(cfg: TrainConfig, run_dir, out=None, resume: bool = True, progress=Non
     if command:
         log.setdefault("commands", []).append(command)   # every invocation of a resumed run
         log.setdefault("command_commits", []).append(git_commit())
-    if cfg.stage in ("edges", "rounds"):
+    if cfg.stage == "edges":
         # what the run starts from, recorded once: cfg.base may be overwritten (shipped)
         # before a resumed run exports, and the card must name the run's real start
         log.setdefault("base", base_record(cfg.base))
@@ -470,33 +442,28 @@ def read_weights(path) -> tuple:
 
 
 def read_base(path) -> tuple:
-    """(NetConfig without edge net, Stage I state) of trained weights (any edge net and
-    rounds in it are dropped: the edges stage trains its own); ValueError as read_weights."""
+    """(NetConfig without edge net, Stage I state) of trained weights (any edge net in
+    them is dropped: the edges stage trains its own); ValueError as read_weights."""
     from dataclasses import replace
 
     cfg, state = read_weights(path)
-    cfg = replace(cfg, edge_width=0, edge_dilations=NetConfig.edge_dilations, edge_rounds=0,
-                  edge_coarse=0, edge_coarse_dilations=NetConfig.edge_coarse_dilations)
-    return cfg, {k: v for k, v in state.items() if not k.startswith(("edges.", "rounds."))}
+    cfg = replace(cfg, edge_width=0, edge_dilations=NetConfig.edge_dilations)
+    return cfg, {k: v for k, v in state.items() if not k.startswith("edges.")}
 
 
 def build_model(cfg: TrainConfig) -> FNINet:
     """A fresh model for ``cfg``. The edges stage takes Stage I from ``cfg.base`` and
-    freezes it (its config replaces ``cfg.net`` except the edge-net fields); the rounds
-    stage takes the whole model from ``cfg.base``, freezes it and adds one round."""
+    freezes it (its config replaces ``cfg.net`` except the edge-net fields)."""
     from dataclasses import replace
 
     if cfg.stage == "network":
         return FNINet(cfg.net)
-    if cfg.stage == "rounds":
-        return _build_rounds(cfg)
     if cfg.stage != "edges":
-        raise ValueError(f"unknown stage '{cfg.stage}' (network, edges or rounds)")
+        raise ValueError(f"unknown stage '{cfg.stage}' (network or edges)")
     if cfg.edge_objective not in ("bce", "solve"):
         raise ValueError(f"unknown edge_objective '{cfg.edge_objective}' (bce or solve)")
     base_net, state = read_base(cfg.base)
-    cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations,
-                      edge_coarse=cfg.net.edge_coarse, edge_coarse_dilations=cfg.net.edge_coarse_dilations)
+    cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
     model = FNINet(cfg.net)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or any(not k.startswith("edges.") for k in missing):
@@ -504,23 +471,11 @@ def build_model(cfg: TrainConfig) -> FNINet:
     if cfg.init_edges:
         try:
             start = _sub_state(cfg.init_edges, "edges.")
-            _, unexpected = model.edges.load_state_dict(start, strict=False)
-            # a coarse branch may be new (it starts as a no-op); the rest must all be there
-            missing = [k for k in model.edges.state_dict()
-                       if k not in start and not k.startswith(("coarse.", "inject."))]
-            if missing or unexpected:
-                raise ValueError(f"missing {missing[:2]}, unexpected {unexpected[:2]}")
+            model.edges.load_state_dict(start)
         except Exception as exc:
             raise ValueError(f"{cfg.init_edges}: no edge net of this shape to start from "
                              f"({str(exc).splitlines()[0][:80]})") from None
-    if cfg.edge_train == "coarse":
-        if model.edges.factor <= 1 or not cfg.init_edges:
-            raise ValueError('edge_train "coarse" needs a coarse branch (net.edge_coarse > 1) and init_edges')
-        _train_only(model, ("edges.coarse.", "edges.inject."))
-    elif cfg.edge_train == "all":
-        _train_only(model, "edges.")
-    else:
-        raise ValueError(f"unknown edge_train '{cfg.edge_train}' (all or coarse)")
+    _train_only(model, "edges.")
     return model
 
 
@@ -535,40 +490,8 @@ def _train_only(model, prefix):
         p.requires_grad_(name.startswith(prefix))
 
 
-def _build_rounds(cfg: TrainConfig) -> FNINet:
-    from dataclasses import replace
-
-    base_net, state = read_weights(cfg.base)
-    if base_net.edge_width <= 0:
-        raise ValueError(f"{cfg.base}: the rounds stage needs weights with an edge net")
-    k = base_net.edge_rounds          # index of the new round
-    cfg.net = replace(base_net, edge_rounds=k + 1)
-    model = FNINet(cfg.net)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if unexpected or any(not m.startswith(f"rounds.{k}.") for m in missing):
-        raise ValueError(f"{cfg.base}: weights do not fit this network")
-    new = model.rounds[k]
-    try:
-        if cfg.init_round == "edges":
-            # the edge net's layers, the extra inputs (previous weights) starting at 0
-            src = dict(model.edges.state_dict())
-            w0 = src["net.0.weight"]
-            src["net.0.weight"] = torch.cat([w0, torch.zeros(w0.shape[0], 2, *w0.shape[2:])], dim=1)
-            new.load_state_dict(src)
-        elif cfg.init_round:
-            other, _ = read_weights(cfg.init_round)
-            new.load_state_dict(_sub_state(cfg.init_round, f"rounds.{other.edge_rounds - 1}."))
-    except Exception as exc:
-        raise ValueError(f"{cfg.init_round}: no round of this shape to start from "
-                         f"({str(exc).splitlines()[0][:80]})") from None
-    _train_only(model, f"rounds.{k}.")
-    return model
-
-
 def step_loss(model, lv, z_gt, cfg: TrainConfig):
     """The training loss of one batch for ``cfg``'s stage (and edge objective)."""
-    if cfg.stage == "rounds":
-        return round_loss(model, lv, z_gt, cfg)
     if cfg.stage != "edges":
         return batch_loss(model, lv, z_gt, cfg.gamma)[0]
     z_r, logits = _edge_logits(model, lv, cfg)       # once, for both parts of the objective
@@ -656,10 +579,10 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         card["provenance_note"] = log["provenance_note"]
     if log.get("command_commits"):
         card["resumed_commits"] = log["command_commits"][1:]
-    if cfg.stage in ("edges", "rounds"):
+    if cfg.stage == "edges":
         base = Path(cfg.base)
         card["base"] = log.get("base") or base_record(base)
-        base_is_edges = bool(card["base"]["card"]) and card["base"]["card"]["train_config"].get("stage") in ("edges", "rounds")
+        base_is_edges = bool(card["base"]["card"]) and card["base"]["card"]["train_config"].get("stage") == "edges"
         # Stage I's curve: the base's own, or the one a fine-tuned base carries
         base_curve = base.with_name(base.stem + ("_stage1_curve.png" if base_is_edges else "_curve.png"))
         if base_curve.exists():
@@ -674,7 +597,7 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         if log["val"]:
             v = np.array(log["val"])
             series["val rel. error"] = (v[:, 0], v[:, 1])
-        title = {"edges": "FNIN edge net training", "rounds": "FNIN round training"}.get(cfg.stage, "FNIN training")
+        title = {"edges": "FNIN edge net training"}.get(cfg.stage, "FNIN training")
         line_plot(out.with_name(out.stem + "_curve.png"), series, title=title, xlabel="step",
                   logy=True)
     return {"weights": str(out), "sha256": sha}
@@ -700,8 +623,6 @@ def model_card_markdown(card: dict) -> str:
     cfg = card["train_config"]
     if cfg.get("stage", "network") == "edges":
         return _edges_card_markdown(card)
-    if cfg.get("stage") == "rounds":
-        return _rounds_card_markdown(card)
     val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
     return f"""# FNIN Stage I weights — model card
 
@@ -740,20 +661,10 @@ def _resumed(card: dict) -> str:
                    for i, c in enumerate(card.get("resumed_with") or [])) + note
 
 
-def _coarse(net: dict) -> str:
-    f = int(net.get("edge_coarse", 0))
-    if f <= 1:
-        return ""
-    dil = net.get("edge_coarse_dilations", ())
-    return (f"; a coarse branch on the features pooled {f}x ({len(dil)} dilated 3x3 conv layers, "
-            f"dilations {', '.join(str(d) for d in dil)}), added after the widest layer")
-
-
 def _init(cfg: dict) -> str:
     if not cfg.get("init_edges"):
         return "; edge net fresh"
-    only = "; only its coarse branch trained" if cfg.get("edge_train") == "coarse" else ""
-    return f"; edge net fine-tuned from `{cfg['init_edges']}`{only}"
+    return f"; edge net fine-tuned from `{cfg['init_edges']}`"
 
 
 def _demote(markdown: str) -> str:
@@ -761,38 +672,8 @@ def _demote(markdown: str) -> str:
     return "\n".join("#" + ln if ln.startswith("#") else ln for ln in markdown.splitlines())
 
 
-def _rounds_card_markdown(card: dict) -> str:
-    cfg = card["train_config"]
-    k = card["net"]["edge_rounds"]
-    base = card["base"]
-    inner = _demote(model_card_markdown(base["card"])).replace(
-        "## FNIN weights — model card", "## The model this round was added to (frozen)", 1) if base.get("card") else ""
-    init = {"edges": "the edge net's layers (the extra inputs at 0)", "": "fresh"}.get(
-        cfg["init_round"], f"`{cfg['init_round']}`'s last round")
-    return f"""# FNIN weights — model card
-
-`{card['weights']}` (safetensors, {card['parameters']:,} parameters, sha256 `{card['sha256']}`;
-loaded with `safetensors`, no pickle): Stage I, the edge net and {k} learned round(s). After
-Stage II's solve, a round net reads that solution and the weights that gave it and gives
-new weights (BiNI's layout) for one more solve.
-
-## Round {k}
-
-- **Produced by**: `{card['command']}` at commit `{card['commit']}`{_resumed(card)}, seed {cfg['seed']},
-  {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
-- **Starts from**: `{base['weights']}` (sha256 `{base['sha256']}`), frozen; the round from {init}.
-- **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes
-  {cfg['stack_prob']:.0%}, fold (self-occluding) scenes {cfg['fold_prob']:.0%}.
-- **Input**: the edge net's features (`network.edge_features`) of the last solution (AMG,
-  as at inference) and its weights. **Target**: BiNI's weights of the *true* unknown
-  (k = 2), binary cross-entropy weighted by 1 + {cfg['edge_alpha']} |2t - 1|.
-{_selection(card, "all solves")}
-
-{inner}"""
-
-
 def _selection(card: dict, solves: str) -> str:
-    """The selection, first losses and validation table of an edges or rounds card."""
+    """The selection, first losses and validation table of an edges card."""
     cfg = card["train_config"]
     val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
     return f"""- **Selection**: the checkpoint with the lowest end-to-end relative error of `fnin` ({solves})
@@ -850,7 +731,7 @@ edge net that gives Stage II its weights.
   resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
   w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.
 - **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
-  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output{_coarse(net)}.
+  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.
 - **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
   {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']}.
 {_selection(card, "one Stage II solve")}

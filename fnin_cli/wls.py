@@ -27,11 +27,6 @@ DIRECTIONS = ("u+", "u-", "v+", "v-")
 # strength with a weak-connection threshold, standard aggregation, the constant candidate,
 # one Jacobi smoothing step of the tentative prolongator, a sparse LU at the bottom, CSR
 # on every level, symmetric Gauss-Seidel sweeps before and after the coarse correction.
-# One forward sweep before and one backward after (also a symmetric V-cycle) halves the
-# smoothing for ~25% more iterations and was no faster: 9 DiLiGenT fnin solves at rtol
-# 1e-5, best of 3, 0.574 vs 0.575 s (benchmarks/stage2_solver.py, "amg-fb"; 0.60-0.62 vs
-# 0.66-0.69 s in two less careful runs).
-SA_SMOOTHER = "symmetric"
 SA_THETA = 0.05
 SA_MAX_COARSE = 100
 SA_OMEGA = 4.0 / 3.0
@@ -227,7 +222,7 @@ def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=5000, ref_norm=None):
 
 
 def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, omega: float = SA_OMEGA,
-                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12, smoother: str = SA_SMOOTHER):
+                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12):
     """A smoothed-aggregation hierarchy (pyamg's aggregation and smoothers) built here for
     speed, with the same choices as ``pyamg.smoothed_aggregation_solver(symmetry=
     "symmetric", max_coarse=100, coarse_solver="splu", strength=("symmetric", {"theta":
@@ -280,31 +275,19 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         A = sp.csr_matrix(R @ (A @ P))
         A.sort_indices()
     ml = MultilevelSolver(levels, coarse_solver="splu")
-    if smoother == "forward-backward":
-        pre, post = ("gauss_seidel", {"sweep": "forward"}), ("gauss_seidel", {"sweep": "backward"})
-    elif smoother == "symmetric":
-        pre = post = ("gauss_seidel", {"sweep": "symmetric"})
-    else:
-        raise ValueError(f"unknown smoother '{smoother}' (forward-backward or symmetric)")
-    change_smoothers(ml, pre, post)
+    smoother = ("gauss_seidel", {"sweep": "symmetric"})
+    change_smoothers(ml, smoother, smoother)
     return ml
 
 
-def amg_preconditioner(A, method: str = "amg"):
-    """One AMG V-cycle as a function r -> M r (``amg``: :func:`sa_hierarchy`; ``amg-rs``:
-    pyamg's classical Ruge-Stueben)."""
-    if method == "amg-rs":
-        import pyamg
-
-        ml = pyamg.ruge_stuben_solver(A, max_coarse=500)
-    else:
-        ml = sa_hierarchy(A)
-    return ml.aspreconditioner(cycle="V").matvec
+def amg_preconditioner(A):
+    """One AMG V-cycle (:func:`sa_hierarchy`) as a function r -> M r."""
+    return sa_hierarchy(A).aspreconditioner(cycle="V").matvec
 
 
 def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm=None):
     """Solve the SPD system with one of: ``amg`` (pyamg smoothed-aggregation PCG),
-    ``amg-rs`` (pyamg Ruge-Stueben PCG), ``jacobi`` (diagonal PCG), ``direct`` (sparse LU),
+    ``jacobi`` (diagonal PCG), ``direct`` (sparse LU),
     ``torch[:device]`` (diagonal PCG in torch, for GPUs); ``auto`` is ``amg``.
 
     BLAS is held to one thread meanwhile: on two loaded vCPUs a threaded BLAS made the
@@ -333,8 +316,8 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm):
         t1 = time.perf_counter()
         x, it, res = pcg(A, b, x0, lambda r: inv_diag * r, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)
-    if method in ("amg", "amg-rs"):
-        M = amg_preconditioner(A, method)
+    if method == "amg":
+        M = amg_preconditioner(A)
         t1 = time.perf_counter()
         x, it, res = pcg(A, b, x0, M, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)

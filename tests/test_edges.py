@@ -70,67 +70,7 @@ def test_cropped_edge_inference_equals_the_whole_frame():
     assert float((crop - whole).abs().max()) < 1e-6
 
 
-def _coarse_model(seed=0):
-    torch.manual_seed(seed)
-    model = FNINet(NetConfig(edge_width=4, edge_dilations=(1, 2, 1), edge_coarse=4,
-                             edge_coarse_dilations=(1, 2, 1))).eval()
-    with torch.no_grad():            # a trained branch: the 1x1 into the fine net is no longer 0
-        model.edges.inject.weight.normal_(0.0, 0.5)
-    return model
-
-
-@pytest.mark.parametrize("top,left", [(30, 40), (33, 41)])
-def test_coarse_branch_crop_equals_the_whole_frame(top, left):
-    """With a coarse branch the crop margin covers its receptive field and the crop's
-    origin stays on its pooling grid, also when the mask starts off that grid."""
-    model = _coarse_model()
-    sc = make_scene(5, 200, 220, fold_prob=1.0)
-    mask = sc.mask.copy()
-    mask[:top], mask[:, :left], mask[:, 150:], mask[140:] = False, False, False, False
-    crop, whole, z, lv = _crop_and_whole(model, sc, mask)
-    with torch.no_grad():
-        no_branch = torch.sigmoid(model.edges.net(edge_features(z, lv)))
-    assert float((crop - whole).abs().max()) < 1e-6
-    assert float(((no_branch - whole) * lv.mask).abs().max()) > 1e-3      # the branch is live
-
-
-def test_coarse_branch_starts_as_the_net_it_is_added_to(tmp_path):
-    """Fine-tuning a trained edge net with a new coarse branch starts from its exact
-    outputs (the branch's 1x1 injection is zero), and the branch then trains."""
-    base, _ = _save_stage1(tmp_path)
-    common = dict(stage="edges", base=str(base), batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1, val_every=10**9,
-                  ckpt_every=10**9, threads=1, fold_prob=1.0, side=16)
-    plain = tmp_path / "plain" / "fnin.safetensors"
-    train(TrainConfig(steps=3, net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)), **common), tmp_path / "plain",
-          out=plain)
-    coarse_net = NetConfig(edge_width=4, edge_dilations=(1, 2, 1), edge_coarse=4, edge_coarse_dilations=(1, 2, 1))
-    tuned = build_model(TrainConfig(steps=1, init_edges=str(plain), net=coarse_net, **common)).eval()
-    trained = F._load(str(plain), "cpu")
-    sc = make_scene(3, 64, 56, fold_prob=1.0)
-    inp = build_input(sc.normals, None, sc.mask, sc.K)
-    _, _, p_plain = F.network_outputs(trained, inp, "cpu", 16)
-    _, _, p_tuned = F.network_outputs(tuned, inp, "cpu", 16)
-    np.testing.assert_allclose(p_tuned, p_plain, atol=1e-6)
-    out = tmp_path / "coarse" / "fnin.safetensors"
-    train(TrainConfig(steps=3, init_edges=str(plain), net=coarse_net, **common), tmp_path / "coarse", out=out)
-    model = F._load(str(out), "cpu")
-    assert model.cfg.edge_coarse == 4 and float(model.edges.inject.weight.abs().max()) > 0
-    assert "a coarse branch on the features pooled 4x" in out.with_name("MODEL_CARD.md").read_text()
-    # edge_train "coarse": the full-resolution layers stay as they were
-    only = tmp_path / "only" / "fnin.safetensors"
-    train(TrainConfig(steps=3, init_edges=str(plain), net=coarse_net, edge_train="coarse", **common),
-          tmp_path / "only", out=only)
-    model = F._load(str(only), "cpu")
-    for k, v in trained.edges.state_dict().items():
-        assert torch.equal(model.edges.state_dict()[k], v), k
-    assert float(model.edges.inject.weight.abs().max()) > 0
-    assert "only its coarse branch trained" in only.with_name("MODEL_CARD.md").read_text()
-    with pytest.raises(ValueError, match="needs a coarse branch"):
-        build_model(TrainConfig(steps=1, init_edges=str(plain), edge_train="coarse",
-                                net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)), **common))
-
-
-def test_edge_weights_are_bini_layout_and_reach_stage2(monkeypatch):
+def test_edge_weights_are_bini_layout_and_reach_stage2():
     model = _edge_model()
     sc = make_scene(7, 40, fold_prob=1.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
@@ -141,14 +81,6 @@ def test_edge_weights_are_bini_layout_and_reach_stage2(monkeypatch):
     np.testing.assert_allclose(w["u+"] + w["u-"], 1.0)
     np.testing.assert_allclose(w["v-"], F.sharpen(p[1][inp.mask], F.EDGE_SHARPNESS))
     np.testing.assert_allclose(F.edge_weights(s, p, sharpness=1.0)["v-"], p[1][inp.mask])
-    floored = F.edge_weights(s, p, floor=0.05)
-    for d in floored:
-        assert floored[d].min() >= 0.05 and floored[d].max() <= 0.95
-    np.testing.assert_allclose(floored["u+"] + floored["u-"], 1.0)
-    np.testing.assert_allclose(floored["v-"], np.clip(w["v-"], 0.05, 0.95))
-    monkeypatch.setattr(F, "EDGE_FLOOR", 0.05)        # the default floor is the module's
-    np.testing.assert_allclose(F.edge_weights(s, p)["u-"], floored["u-"])
-    monkeypatch.undo()
     r = integrate(inp, "fnin", model=model)
     z, _ = F.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
     np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
@@ -268,87 +200,6 @@ def test_edges_stage_rejects_weights_of_another_network(tmp_path):
         build_model(TrainConfig(stage="edges", base=str(notes), net=NetConfig(edge_width=4)))
     with pytest.raises(ValueError, match="unknown stage"):
         build_model(TrainConfig(stage="both"))
-
-
-# ---------------------------------------------------------------- learned rounds
-
-def _save_edges_model(tmp_path):
-    base, _ = _save_stage1(tmp_path)
-    cfg = TrainConfig(stage="edges", base=str(base), steps=2, batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1,
-                      val_every=10**9, ckpt_every=10**9, threads=1, fold_prob=1.0, side=16,
-                      net=NetConfig(edge_width=4, edge_dilations=(1, 2, 1)))
-    out = tmp_path / "edges" / "fnin.safetensors"
-    train(cfg, tmp_path / "edges", out=out, command="fnin train edges (test)")
-    return out
-
-
-def _rounds_cfg(base, **kw):
-    args = dict(stage="rounds", base=str(base), steps=10, batch=2, res=32, fine_steps=0, lr=5e-3, warmup=1,
-                val_every=5, val_scenes=2, val_res=32, ckpt_every=5, threads=1, fold_prob=1.0, side=16)
-    args.update(kw)
-    return TrainConfig(**args)
-
-
-def test_a_round_starts_as_the_edge_net_and_its_extra_inputs_are_live(tmp_path):
-    model = build_model(_rounds_cfg(_save_edges_model(tmp_path)))
-    assert model.cfg.edge_rounds == 1 and len(model.rounds) == 1
-    sc = make_scene(3, 40, fold_prob=1.0)
-    lv = _level(build_input(sc.normals, None, sc.mask, sc.K))
-    z = torch.from_numpy(np.where(sc.mask, sc.unknown, 0.0)).float()[None, None]
-    prev = torch.rand(1, 2, 40, 40)
-    with torch.no_grad():
-        np.testing.assert_allclose(model.rounds[0](z, lv, prev).numpy(), model.edges(z, lv).numpy(), atol=1e-6)
-        model.rounds[0].net[0].weight[:, -2:] += 0.1          # once trained, prev matters
-        assert float((model.rounds[0](z, lv, prev) - model.edges(z, lv)).abs().max()) > 1e-3
-    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
-    assert trainable and all(n.startswith("rounds.0.") for n in trainable)
-
-
-def test_rounds_stage_trains_one_round_that_fnin_then_runs(tmp_path):
-    from fnin_cli.train import round_loss
-
-    base = _save_edges_model(tmp_path)
-    out = tmp_path / "r1" / "fnin.safetensors"
-    cfg = _rounds_cfg(base)
-    start = build_model(_rounds_cfg(base))
-    train(cfg, tmp_path / "r1", out=out, command="fnin train rounds (test)")
-    log = json.loads((tmp_path / "r1" / "log.json").read_text())
-    assert len(log["val"]) == 2 and all(0 < v < 2 for _, v in log["val"])
-    model, before = F._load(str(out), "cpu"), F._load(str(base), "cpu")
-    lv, zg = make_batch([501, 502, 503], 32, fold_prob=1.0)    # scenes it never saw
-    with torch.no_grad():
-        assert float(round_loss(model, lv, zg, cfg)) < 0.99 * float(round_loss(start, lv, zg, cfg))
-    assert model.cfg.edge_rounds == 1
-    for name, p in before.state_dict().items():       # the base frozen, bit for bit
-        assert torch.equal(model.state_dict()[name], p), name
-    md = out.with_name("MODEL_CARD.md").read_text()
-    assert "## Round 1" in md and "## The model this round was added to" in md and "fnin train edges (test)" in md
-    # fnin = Stage II with the edge net's weights, then the round's solve
-    sc = make_scene(8, 48, fold_prob=1.0)
-    inp = build_input(sc.normals, None, sc.mask, sc.K)
-    s = NormalSystem(inp.normals, inp.mask, inp.camera)
-    r = integrate(inp, "fnin", model=model, solver="amg")
-    assert "rounds" in r.seconds
-    z_img, _, p = F.network_outputs(model, inp, "cpu")
-    lam = classic_lambda(inp.camera, inp.shape)
-    z1, _ = F.stage2(s, z_img[inp.mask], None, "fnin", lam, "amg", weights=F.edge_weights(s, p))
-    z2, _, _ = F.learned_rounds(model, s, _level(inp), z_img[inp.mask], z1, p, lam)
-    np.testing.assert_allclose(r.z[inp.mask], z2, rtol=1e-6, atol=1e-9)
-    assert np.abs(z2 - z1).max() > 1e-6
-    # a second round stacks on the first, which stays frozen
-    two = build_model(_rounds_cfg(out, init_round=str(out)))
-    assert two.cfg.edge_rounds == 2
-    for k, v in model.rounds[0].state_dict().items():
-        assert torch.equal(two.rounds[0].state_dict()[k], v) and torch.equal(two.rounds[1].state_dict()[k], v)
-    assert all(n.startswith("rounds.1.") for n, p in two.named_parameters() if p.requires_grad)
-
-
-def test_rounds_stage_needs_a_model_with_an_edge_net(tmp_path):
-    base, _ = _save_stage1(tmp_path)
-    with pytest.raises(ValueError, match="needs weights with an edge net"):
-        build_model(_rounds_cfg(base))
-    with pytest.raises(ValueError, match="no round of this shape"):
-        build_model(_rounds_cfg(_save_edges_model(tmp_path), init_round=str(base)))
 
 
 # ---------------------------------------------------------------- training through the solve

@@ -1,6 +1,7 @@
 """Stage I network: spectral conv, resolution independence, gradients, training, bundled weights."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -204,7 +205,7 @@ def _shipped_cards() -> dict:
     return dict(zip(("solve", "finetune", "edges", "stage1"), chain))
 
 
-# the edge net each fine-tuning started from (the one of the model below it), shipped
+# the edge net each fine-tuning started from (the one of the model below it), in tests/data
 START = {"finetune": "edge_net_start.safetensors", "solve": "edge_net_finetune512.safetensors"}
 
 
@@ -222,7 +223,7 @@ def test_training_is_deterministic_and_matches_model_card(tmp_path, which):
     if which != "stage1":
         cfg.base = str(F.DEFAULT_WEIGHTS)
     if which in START:
-        cfg.init_edges = str(F.WEIGHTS_DIR / START[which])
+        cfg.init_edges = str(Path(__file__).parent / "data" / START[which])
     train(cfg, tmp_path / "run")
     log = json.loads((tmp_path / "run" / "log.json").read_text())
     # a GPU-trained card: float32 sums in another order, so agreement to round-off only.
@@ -265,3 +266,27 @@ def test_fast_asinh_equals_torch_asinh():
     ref = torch.asinh(x)
     assert torch.all(torch.sign(_asinh(x)) == torch.sign(ref))
     assert float(((_asinh(x) - ref).abs() / ref.abs().clamp_min(1e-30)).max()) < 1e-6
+
+
+def test_legacy_config_keys_load_at_zero_and_are_refused_otherwise(tmp_path):
+    """Weights written while learned rounds / the coarse edge branch existed carry their
+    keys at 0: they load; a non-zero value names the removed feature."""
+    from safetensors.torch import save_file
+
+    from fnin_cli.errors import FninError
+    from fnin_cli.network import net_config
+
+    cfg = net_config({"edge_width": 4, "edge_rounds": 0, "edge_coarse": 0, "edge_coarse_dilations": [1, 2]})
+    assert cfg.edge_width == 4
+    with pytest.raises(FninError, match="edge_rounds.*removed"):
+        net_config({"edge_rounds": 1})
+    with pytest.raises(FninError, match="edge_coarse.*removed"):
+        net_config({"edge_coarse": 4})
+    model = FNINet(NetConfig())
+    bad = tmp_path / "rounds.safetensors"
+    save_file(model.state_dict(), str(bad), metadata={"net": json.dumps({"edge_rounds": 2})})
+    with pytest.raises(FninError, match="learned rounds"):
+        F._load(str(bad), "cpu")
+    with pytest.raises(ValueError, match="edge_train"):
+        TrainConfig.from_dict({"edge_train": "coarse"})
+    assert TrainConfig.from_dict({"edge_train": "all", "init_round": "edges"}).stage == "network"

@@ -42,7 +42,7 @@ def test_matrix_and_rhs_equal_dense_normal_equations(ortho):
     np.testing.assert_allclose(s.rhs(w, lam, prior), b, rtol=1e-10, atol=1e-8 * np.abs(b).max())
 
 
-@pytest.mark.parametrize("method", ["amg", "amg-rs", "jacobi", "torch"])
+@pytest.mark.parametrize("method", ["amg", "jacobi", "torch"])
 def test_iterative_solvers_match_direct(method):
     s, _ = _system(seed=7, size=48)
     z0 = np.zeros(s.n)
@@ -131,19 +131,16 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
     assert res <= 1e-8 and it_amg <= 25 and it_jac > 5 * it_amg
 
 
-@pytest.mark.parametrize("smoother", ["forward-backward", "symmetric"])
-def test_amg_v_cycle_is_symmetric_positive_definite(smoother):
+def test_amg_v_cycle_is_symmetric_positive_definite():
     """PCG needs a symmetric positive-definite preconditioner: the V-cycle's pre- and
-    post-smoothers must be adjoint (forward Gauss-Seidel before, backward after)."""
+    post-smoothers must be adjoint (symmetric Gauss-Seidel sweeps)."""
     from fnin_cli.wls import sa_hierarchy
 
     s, _ = _system(seed=5, size=60)
     w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
     A = s.matrix(w, 1e-9 * s.camera.focal ** 2)
-    M = sa_hierarchy(A, smoother=smoother).aspreconditioner(cycle="V").matvec
+    M = sa_hierarchy(A).aspreconditioner(cycle="V").matvec
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=s.n), rng.normal(size=s.n)
     assert abs(x @ M(y) - y @ M(x)) <= 1e-12 * np.linalg.norm(x) * np.linalg.norm(M(y))   # forward/forward: 3.5e-9
     assert min(v @ M(v) for v in rng.normal(size=(5, s.n))) > 0
-    with pytest.raises(ValueError, match="unknown smoother"):
-        sa_hierarchy(A, smoother="jacobi")
