@@ -11,10 +11,10 @@ import json
 import numpy as np
 import torch
 
-from fnin_cli import fnin as F
+from fnin_cli.model import weights as model_weights
 from fnin_cli.pipeline import build_input, integrate
-from fnin_cli.synthetic import make_scene, relative_error
-from fnin_cli.train import VAL_SEED0
+from fnin_cli.data.synthetic import make_scene, relative_error
+from fnin_cli.train.config import VAL_SEED0
 
 
 
@@ -36,7 +36,7 @@ def main():
     torch.set_num_threads(1)
     out = {}
     for wpath in a.weights:
-        model = F.load_model(wpath, "cpu")
+        model = model_weights.load_model(wpath, "cpu")
         res = {}
         layouts = {"independent": (0.0, 0.0), "stacked": (1.0, 0.0), "fold": (0.0, 1.0)}
         chosen = a.layouts.split(",")

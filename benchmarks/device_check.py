@@ -27,10 +27,12 @@ import numpy as np
 import torch
 
 from fnin_cli import bench
-from fnin_cli import fnin as F
+from fnin_cli.model import inference
+from fnin_cli.solvers import stage2
+from fnin_cli.model import weights as model_weights
 from fnin_cli import pipeline as P
-from fnin_cli.synthetic import make_scene
-from fnin_cli.wls import NormalSystem
+from fnin_cli.data.synthetic import make_scene
+from fnin_cli.solvers.system import NormalSystem
 
 GPU_RTOLS = (1e-3, 1e-4, 1e-5, 1e-6)
 BIG = {"synthetic-2048x1536": (10_093, 1536, 2048), "synthetic-4096x3072": (10_093, 3072, 4096)}
@@ -46,17 +48,17 @@ def stage2_solvers(inp, gt, model, gpu: str) -> dict:
     lam = P.classic_lambda(inp.camera, inp.shape)
     sync()
     t = time.perf_counter()
-    z_img, om_img, p_img = F.network_outputs(model, inp, torch.device(gpu))
+    z_img, om_img, p_img = inference.network_outputs(model, inp, torch.device(gpu))
     sync()
     out = {"pixels": system.n, "network_s": time.perf_counter() - t}
     z_r = z_img[system.mask]
-    weights = F.model_weights(system, p_img, om_img)
-    runs = ([("amg", 1e-3), ("amg", F.SOLVE_RTOL), ("direct", 0.0)]
+    weights = stage2.model_weights(system, p_img, om_img)
+    runs = ([("amg", 1e-3), ("amg", stage2.SOLVE_RTOL), ("direct", 0.0)]
             + [(f"torch:{gpu}", r) for r in GPU_RTOLS])
     for method, rtol in runs:
         t = time.perf_counter()
         z, info = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=method, rtol=rtol,
-                               maxiter=F.GPU_MAXITER)
+                               maxiter=stage2.GPU_MAXITER)
         sync()
         out[f"{method.split(':')[0]}@{rtol:g}"] = {
             "seconds": time.perf_counter() - t, "iterations": info.iterations,
@@ -68,7 +70,7 @@ WEIGHTS = None   # --weights: the model file (None: the bundled one)
 
 
 def end_to_end(inp, gt, method, device, refine=0, solver="auto") -> dict:
-    model = F.load_model(WEIGHTS, device) if method.startswith("fnin") else None
+    model = model_weights.load_model(WEIGHTS, device) if method.startswith("fnin") else None
     P.integrate(inp, method, device=device, refine=refine, solver=solver, model=model)  # warm-up
     sync()
     torch.cuda.reset_peak_memory_stats() if torch.cuda.is_available() else None
@@ -100,7 +102,7 @@ def main():
               "cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
               "threads": 1, "weights": a.weights or "bundled",
               "stage2": {}, "end_to_end": {}, "big": {}}
-    model = F.load_model(a.weights, gpu)
+    model = model_weights.load_model(a.weights, gpu)
     _, cases = bench.resolve_cases("diligent", data=a.data)
     loaded = [(c.name, *c.load()) for c in cases[:a.objects]]
     stage2_solvers(loaded[0][1], loaded[0][2], model, gpu)  # warm-up

@@ -22,14 +22,15 @@ import time
 import numpy as np
 import torch
 
-from fnin_cli import fnin as F
-from fnin_cli.bench import resolve_cases, unknown_made
+from fnin_cli.solvers import fnin as solvers_fnin
+from fnin_cli.model import weights as model_weights
+from fnin_cli.bench.cases import resolve_cases, unknown_made
 from fnin_cli.pipeline import build_input, classic_lambda
 from fnin_cli.resources import cuda_synchronize
-from fnin_cli.solvers import integrate_bini
-from fnin_cli.synthetic import make_scene, relative_error
-from fnin_cli.train import VAL_SEED0
-from fnin_cli.wls import NormalSystem
+from fnin_cli.solvers.bini import integrate_bini
+from fnin_cli.data.synthetic import make_scene, relative_error
+from fnin_cli.train.config import VAL_SEED0
+from fnin_cli.solvers.system import NormalSystem
 
 LAYOUTS = {"independent": {}, "stacked": {"stack_prob": 1.0}, "fold": {"fold_prob": 1.0}}
 
@@ -64,14 +65,14 @@ def main():
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    model = F.load_model(None, a.device)
+    model = model_weights.load_model(None, a.device)
     solvers = a.solvers.split(",")
     errors, seconds, per_case = {}, {}, {}
     cases = synthetic_cases(a.synthetic, a.res) if a.synthetic else diligent_cases(a.data)
     for group, name, inp, error in cases:
         system = NormalSystem(inp.normals, inp.mask, inp.camera)
         lam = classic_lambda(inp.camera, inp.shape)
-        z0, *_ = F.run_fnin(system, inp, model=model, lam=lam)
+        z0, *_ = solvers_fnin.run_fnin(system, inp, model=model, lam=lam)
         for s in solvers:
             integrate_bini(system, z0=z0, lam=lam, max_iter=1, tol=0.0, solver=s)   # warm-up
             z, errs, secs = z0, [error(system, z0)], [0.0]

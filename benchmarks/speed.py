@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from fnin_cli import bench, io
-from fnin_cli.synthetic import make_scene
+from fnin_cli.data.synthetic import make_scene
 
 HERE = Path(__file__).parent
 # seeds whose masks cover ~22% of the frame: ~700k pixels at 2048x1536

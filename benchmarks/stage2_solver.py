@@ -24,9 +24,13 @@ import numpy as np
 import torch
 from scipy.sparse.linalg import spsolve
 
-from fnin_cli import fnin as F
-from fnin_cli import wls
-from fnin_cli.bench import resolve_cases, unknown_made
+from fnin_cli.model import inference
+from fnin_cli.solvers import linear
+from fnin_cli.solvers import stage2
+from fnin_cli.solvers import system
+from fnin_cli.model import weights as model_weights
+
+from fnin_cli.bench.cases import resolve_cases, unknown_made
 from fnin_cli.pipeline import classic_lambda
 from fnin_cli.resources import limit_threads
 
@@ -55,7 +59,7 @@ def _pyamg(A, csr: bool):
 SOLVERS = {
     "pyamg-sa": lambda A: _pyamg(A, False),
     "pyamg-sa-csr": lambda A: _pyamg(A, True),
-    "amg": wls.amg_preconditioner,
+    "amg": linear.amg_preconditioner,
 }
 
 
@@ -69,20 +73,20 @@ def main():
     a = ap.parse_args()
     limit_threads(1).apply()
     torch.set_num_threads(1)
-    model = F.load_model(device="cpu")
+    model = model_weights.load_model(device="cpu")
     _, cases = resolve_cases("diligent", a.data)
     out = {"cases": {}, "mean": {}}
     for case in cases:
         inp, gt = case.load()
-        system = wls.NormalSystem(inp.normals, inp.mask, inp.camera)
+        system = system.NormalSystem(inp.normals, inp.mask, inp.camera)
         lam = classic_lambda(inp.camera, inp.shape)
-        z_img, _, p_img = F.network_outputs(model, inp, torch.device("cpu"))
+        z_img, _, p_img = inference.network_outputs(model, inp, torch.device("cpu"))
         zr = z_img[inp.mask]
-        w = F.edge_weights(system, p_img)
+        w = stage2.edge_weights(system, p_img)
         A = system.matrix(w, lam)
         b_data = system.rhs(w, lam, None)
         b = b_data + lam * zr
-        ref = float(np.sqrt(wls._dot(b_data, b_data)))
+        ref = float(np.sqrt(linear._dot(b_data, b_data)))
 
         def made(z):
             return unknown_made(inp, gt, system.to_image(z))
@@ -96,7 +100,7 @@ def main():
                     t0 = time.perf_counter()
                     M = build(A)
                     t1 = time.perf_counter()
-                    z, it, _ = wls.pcg(A, b, zr, M, rtol, 5000, ref)
+                    z, it, _ = linear.pcg(A, b, zr, M, rtol, 5000, ref)
                     t2 = time.perf_counter()
                     if best is None or t2 - t0 < best[0]:
                         best = (t2 - t0, t1 - t0, t2 - t1, it)

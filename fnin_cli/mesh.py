@@ -46,7 +46,7 @@ from . import io
 from .camera import Camera
 from .conventions import from_internal
 from .errors import FninError
-from .wls import NormalSystem
+from .solvers.system import NormalSystem
 
 JUMP_FACTOR = 20.0
 

@@ -19,14 +19,11 @@ import numpy as np
 from . import conventions, io
 from .camera import Camera
 from .errors import FninError
-from .solvers import integrate_bini, integrate_wls
-from .wls import DIRECTIONS, NormalSystem
+from .io.layout import find_in_folder
+from .solvers.bini import integrate_bini
+from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, RunArgs
+from .solvers.system import DIRECTIONS, NormalSystem
 
-METHODS = ("fnin", "fnin-s", "bini", "wls", "fnin-stage1")
-NETWORK_METHODS = ("fnin", "fnin-s", "fnin-stage1")  # the ones that need the FNIN weights
-FOLDER_NORMALS = ("normal_map.png", "normal_map.exr", "normal_map.npy", "normal_map.tiff", "normal_map.tif",
-                  "normal.png", "normal.exr", "normal.npy")
-FOLDER_MASKS = ("mask.png", "mask.npy", "mask.exr")
 LAMBDA = 1e-3  # SPEC's prior weight lambda (see classic_lambda for its units)
 
 
@@ -62,17 +59,6 @@ class Result:
     @property
     def pixels(self) -> int:
         return int(self.mask.sum())
-
-
-# ------------------------------------------------------------------ loading
-
-def find_in_folder(folder: Path):
-    normals = next((folder / n for n in FOLDER_NORMALS if (folder / n).exists()), None)
-    if normals is None:
-        raise FninError(f"folder has no {' / '.join(FOLDER_NORMALS[:3])}", folder)
-    mask = next((folder / n for n in FOLDER_MASKS if (folder / n).exists()), None)
-    K = folder / "K.txt" if (folder / "K.txt").exists() else None
-    return normals, mask, K
 
 
 def load_input(
@@ -160,18 +146,14 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
 
 # ------------------------------------------------------------------ integration
 
-# The inner solver of --refine rounds, on every device: AMG-PCG on the CPU to BiNI's
-# tolerance (1e-3). On 8 synthetic scenes per layout at 384 px, 6 rounds after fnin took a
-# third of Jacobi-PCG's time and ended no worse (relative error independent 0.5077 vs
-# 0.5092, stacked 0.3118 vs 0.3130, fold 0.3454 vs 0.3468; prior as in integrate). On the
-# H100 machine it took as long as Jacobi-PCG in torch on the GPU (DiLiGenT, 6 rounds:
-# 3.45 vs 3.19 s, 3 rounds 1.87 vs 2.00 s; benchmarks/results/refine_solver_h100.json).
+# --refine's inner solver on every device: a third of Jacobi-PCG's time, no worse
+# (docs/decisions.md#refine-solver).
 REFINE_SOLVER = "amg"
 
 
 def integrate(
     inp: Input,
-    method: str = "fnin",
+    method: str = DEFAULT_METHOD,
     refine: int = 0,
     device: str = "auto",
     mean_depth: float | None = None,
@@ -183,14 +165,35 @@ def integrate(
     progress=None,
     network_side: int | None = None,
 ) -> Result:
-    """Integrate ``inp`` with ``method`` (fnin, fnin-s, bini, wls), then ``refine`` BiNI rounds.
+    """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
-    ``fnin-stage1`` is the network alone (no Stage II solve): a fast preview, and the
-    "Stage I only" row of the ablation.
+    Parameters
+    ----------
+    inp : Input
+        From :func:`load_input` or :func:`build_input`.
+    method : str
+        One of ``METHODS`` (:mod:`fnin_cli.solvers.registry`): fnin, fnin-s, bini, wls,
+        or fnin-stage1 (the network alone, no Stage II solve: a fast preview).
+    refine : int
+        BiNI IRLS rounds started from the method's result.
+    device : str
+        auto, cpu, cuda or mps: where the network of the fnin methods runs.
+    mean_depth, depth_at : float, (row, col, depth)
+        How to fix the unknown scale (perspective; default masked mean 1) or offset
+        (orthographic; default mean 0): a masked mean, or one known pixel.
+    model : FNINet, optional
+        A loaded network instead of the bundled weights.
 
-    Perspective depth is known up to scale: by default it is scaled to a masked mean of
-    1 (or ``mean_depth``); ``depth_at=(row, col, depth)`` pins one pixel instead.
-    Orthographic depth is known up to an offset, fixed the same way (default mean 0).
+    Returns
+    -------
+    Result
+        Depth (float32, NaN outside the mask), discontinuity map, seconds per stage.
+
+    Examples
+    --------
+    >>> res = integrate(load_input("samples/dome"), method="wls")   # doctest: +SKIP
+    >>> res.depth.shape                                              # doctest: +SKIP
+    (192, 256)
     """
     if method not in METHODS:
         raise FninError(f"unknown method '{method}'; use one of {', '.join(METHODS)}")
@@ -198,35 +201,17 @@ def integrate(
     t0 = time.perf_counter()
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
     seconds["setup"] = time.perf_counter() - t0
-    # lam (SPEC / paper units, default 1e-3) in the system's normal units: negligible next
-    # to the data term, so the prior only settles what the data leaves free (offsets
-    # across cut discontinuities). Stronger priors were worse on the synthetic validation
-    # scenes (benchmarks/stage2_sweep.py).
+    # lam in the system's units: it only settles what the data leaves free
+    # (docs/decisions.md#prior-weight).
     lam_sys = classic_lambda(inp.camera, inp.shape) * (lam / LAMBDA)
-    discontinuity = None
-    iterations = 1
-    if method == "wls":
-        r = integrate_wls(system, lam=lam_sys, solver=solver)
-        z, weights = r.z, None
-        seconds["solve"] = r.seconds["solve"]
-    elif method == "bini":
-        r = integrate_bini(system, k=bini_k, lam=lam_sys,
-                           callback=(lambda i, e: progress(i)) if progress else None)
-        z, weights, iterations = r.z, r.weights, r.iterations
-        seconds["solve"] = r.seconds["solve"]
-    else:
-        from .fnin import NETWORK_SIDE, run_fnin
-
-        z, weights, discontinuity, st = run_fnin(system, inp, method=method, model=model, device=device,
-                                                 lam=lam_sys, solver=solver, k=bini_k,
-                                                 side=network_side or NETWORK_SIDE)
-        seconds.update(st)
+    out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, bini_k, device, model, network_side,
+                                                   progress))
+    z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
+    seconds.update(out.seconds)
     if refine:
         t1 = time.perf_counter()
-        # the lam prior stays at the result the rounds start from: what the normals leave
-        # free (offsets of pieces the weights cut loose) stays where the method put it.
-        # With BiNI's prior at 0, exact inner solves moved separate objects' offsets
-        # (independent synthetic scenes: 0.526 -> 0.552 after 6 AMG rounds, 0.508 with it).
+        # the prior stays at the rounds' start: free offsets stay where the method put them
+        # (docs/decisions.md#refine-prior).
         r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=refine, tol=0.0,
                            solver=REFINE_SOLVER)
         z, weights = r.z, r.weights

@@ -43,7 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fnin_cli import analytic as A  # noqa: E402
+from fnin_cli.data import analytic
 from fnin_cli import io  # noqa: E402
 from fnin_cli.camera import Camera  # noqa: E402
 
@@ -55,14 +55,14 @@ def _K(f: float) -> np.ndarray:
 
 
 def _rounded_rect(margin: float, radius: float) -> np.ndarray:
-    u, v = A.pixel_grid((H, W))
+    u, v = analytic.pixel_grid((H, W))
     du = np.clip(np.maximum(margin + radius - u, u - (W - 1 - margin - radius)), 0, None)
     dv = np.clip(np.maximum(margin + radius - v, v - (H - 1 - margin - radius)), 0, None)
     return du ** 2 + dv ** 2 <= radius ** 2
 
 
 def _ellipse(cu, cv, ru, rv) -> np.ndarray:
-    u, v = A.pixel_grid((H, W))
+    u, v = analytic.pixel_grid((H, W))
     return ((u - cu) / ru) ** 2 + ((v - cv) / rv) ** 2 <= 1.0
 
 
@@ -75,11 +75,11 @@ def dome():
     """
     K = _K(400.0)
     cam = Camera(K)
-    wall = A.plane((H, W), cam, normal=[0.5, -0.1, -1.0], point=[0.0, 0.0, 1450.0])
-    cap = A.sphere((H, W), cam, center=[-20.0, 0.0, 1560.0], radius=300.0, max_angle_deg=55.0)
-    scene = A.nearest(wall, cap)
+    wall = analytic.plane((H, W), cam, normal=[0.5, -0.1, -1.0], point=[0.0, 0.0, 1450.0])
+    cap = analytic.sphere((H, W), cam, center=[-20.0, 0.0, 1560.0], radius=300.0, max_angle_deg=55.0)
+    scene = analytic.nearest(wall, cap)
     mask = _rounded_rect(6, 24) & ~_ellipse(226, 160, 14, 14)
-    return A.restrict(scene, mask), K
+    return analytic.restrict(scene, mask), K
 
 
 def _flute(cam, u_left, u_right, slope, v_cross, depth_amp=160.0):
@@ -94,7 +94,7 @@ def _flute(cam, u_left, u_right, slope, v_cross, depth_amp=160.0):
         z = 1000.0 + slope * (v - v_cross) - depth_amp * root
         return z, depth_amp * x / root * s60 / hw, np.full_like(v, slope)
 
-    return A.from_depth_function((H, W), cam, fn)
+    return analytic.from_depth_function((H, W), cam, fn)
 
 
 def flutes():
@@ -103,15 +103,15 @@ def flutes():
     the top and bottom. Steep edges make the normals jump there too."""
     K = _K(350.0)
     cam = Camera(K)
-    u, _ = A.pixel_grid((H, W))
+    u, _ = analytic.pixel_grid((H, W))
     edges = [0.0, 86.0, 172.0, 256.0]
     params = [(0.0, 0.0), (0.5, 110.0), (-0.5, 70.0)]
     parts = []
     for i, (slope, v_cross) in enumerate(params):
         band = (u >= edges[i]) & (u < edges[i + 1])
-        parts.append(A.restrict(_flute(cam, edges[i] - 0.5, edges[i + 1] - 0.5, slope, v_cross), band))
-    scene = A.nearest(*parts)
-    return A.restrict(scene, _ellipse(127.5, 95.5, 124, 90)), K
+        parts.append(analytic.restrict(_flute(cam, edges[i] - 0.5, edges[i + 1] - 0.5, slope, v_cross), band))
+    scene = analytic.nearest(*parts)
+    return analytic.restrict(scene, _ellipse(127.5, 95.5, 124, 90)), K
 
 
 def hill():
@@ -126,11 +126,11 @@ def hill():
         z = 300.0 - hgt * g + 0.05 * (u - cu) + 0.4 * (v - 96.0)
         return z, hgt * g * (u - cu) / (s * s) + 0.05, hgt * g * (v - cv) / (s * s) + 0.4
 
-    base = A.from_depth_function((H, W), cam, ground)
-    cap = A.sphere((H, W), cam, center=[180.0, 85.0, 300.0 + 0.05 * 100 + 0.4 * (85 - 96) + 30.0],
+    base = analytic.from_depth_function((H, W), cam, ground)
+    cap = analytic.sphere((H, W), cam, center=[180.0, 85.0, 300.0 + 0.05 * 100 + 0.4 * (85 - 96) + 30.0],
                    radius=60.0, max_angle_deg=60.0)
-    scene = A.nearest(base, cap)
-    return A.restrict(scene, _rounded_rect(6, 30) & ~_ellipse(40, 40, 14, 10)), None
+    scene = analytic.nearest(base, cap)
+    return analytic.restrict(scene, _rounded_rect(6, 30) & ~_ellipse(40, 40, 14, 10)), None
 
 
 SAMPLES = {"dome": (dome, ".png"), "flutes": (flutes, ".exr"), "hill": (hill, ".png")}

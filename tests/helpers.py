@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fnin_cli import analytic as A
+from fnin_cli.data import analytic
 from fnin_cli.camera import Camera
 
 REL_TOL = 1e-3  # of the depth range, after the scale/offset alignment
@@ -62,7 +62,7 @@ def scene_point(cam: Camera, u: float, v: float, depth: float) -> np.ndarray:
     return np.array([u * cam.pixel_size, v * cam.pixel_size, depth])
 
 
-def smooth_surface(name: str, cam: Camera) -> A.Surface:
+def smooth_surface(name: str, cam: Camera) -> analytic.Surface:
     """Analytic smooth surfaces filling (most of) the SHAPE grid, exact normals."""
     h, w = SHAPE
     persp = cam.perspective
@@ -72,19 +72,19 @@ def smooth_surface(name: str, cam: Camera) -> A.Surface:
         # cap of normals within 40 deg of the view, radius ~ 36 px on screen
         R = 36.0 * px / np.sin(np.radians(40.0))
         C = scene_point(cam, w / 2 - 4, h / 2 + 3, z0 + R)
-        return A.sphere(SHAPE, cam, C, R, max_angle_deg=40.0)
+        return analytic.sphere(SHAPE, cam, C, R, max_angle_deg=40.0)
     if name == "plane":
-        return A.plane(SHAPE, cam, normal=[0.4, -0.3, -1.0], point=scene_point(cam, w / 2, h / 2, z0))
+        return analytic.plane(SHAPE, cam, normal=[0.4, -0.3, -1.0], point=scene_point(cam, w / 2, h / 2, z0))
     if name == "paraboloid":
         # a dome: z = z0 - k r^2, slope ~ 1 footprint per pixel at the border
-        return A.paraboloid(SHAPE, cam, z0, -0.6 * px / w, center=(w / 2 + 5, h / 2 - 4))
+        return analytic.paraboloid(SHAPE, cam, z0, -0.6 * px / w, center=(w / 2 + 5, h / 2 - 4))
     raise ValueError(name)
 
 
 def irregular_mask() -> np.ndarray:
     """A blob with a hole and a notch, inside SHAPE."""
     h, w = SHAPE
-    u, v = A.pixel_grid(SHAPE)
+    u, v = analytic.pixel_grid(SHAPE)
     blob = ((u - w / 2) / (0.45 * w)) ** 2 + ((v - h / 2) / (0.45 * h)) ** 2 <= 1.0
     hole = (u - w / 2 - 8) ** 2 + (v - h / 2 + 4) ** 2 <= 25
     notch = (u < w / 4) & (np.abs(v - h / 2) < 3)
@@ -94,7 +94,7 @@ def irregular_mask() -> np.ndarray:
 STEP_COL = 37  # first column of the right-hand side of the step scene
 
 
-def step_surface(cam: Camera, gap: float = 40.0) -> tuple[A.Surface, np.ndarray]:
+def step_surface(cam: Camera, gap: float = 40.0) -> tuple[analytic.Surface, np.ndarray]:
     """Two sheets separated by a depth jump along the whole column STEP_COL: on the left
     a dome tilted down the rows, on the right a ramp tilted up the rows and nearer the
     camera by gap -+ 30 pixel footprints (the jump varies along the step, as at real
@@ -116,8 +116,8 @@ def step_surface(cam: Camera, gap: float = 40.0) -> tuple[A.Surface, np.ndarray]
         z = z0 - gap * px - 0.5 * px * (v - vc) + 0.3 * px * (u - STEP_COL)
         return z, np.full_like(u, 0.3 * px), np.full_like(v, -0.5 * px)
 
-    u, _ = A.pixel_grid(SHAPE)
+    u, _ = analytic.pixel_grid(SHAPE)
     side = u >= STEP_COL
-    left = A.restrict(A.from_depth_function(SHAPE, cam, dome), ~side)
-    right = A.restrict(A.from_depth_function(SHAPE, cam, ramp), side)
-    return A.nearest(left, right), side
+    left = analytic.restrict(analytic.from_depth_function(SHAPE, cam, dome), ~side)
+    right = analytic.restrict(analytic.from_depth_function(SHAPE, cam, ramp), side)
+    return analytic.nearest(left, right), side

@@ -12,8 +12,8 @@ import numpy as np
 from typer.testing import CliRunner
 
 from fnin_cli import io
-from fnin_cli.cli import app
-from fnin_cli.synthetic import make_scene
+from fnin_cli.cli.app import app
+from fnin_cli.data.synthetic import make_scene
 
 # seeds of make_scene(seed, 48): perspective with most of the frame masked, and orthographic
 PERSP_SEEDS = (2, 4, 6, 7, 10, 12, 15, 18, 19, 21, 23, 30, 35, 37, 38, 0, 5, 9, 14, 24)
@@ -88,7 +88,8 @@ def write_random_model(path) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    from fnin_cli.network import FNINet, NetConfig
+    from fnin_cli.model.fnin_net import FNINet
+    from fnin_cli.model.config import NetConfig
 
     torch.manual_seed(0)
     cfg = NetConfig()

@@ -425,9 +425,9 @@ def test_rgba_map_uses_rgb(tmp_path):
 # ---------------------------------------------------------------- resources, internal errors
 
 def test_not_enough_memory_is_refused_up_front(tmp_path, monkeypatch):
-    from fnin_cli import outputs
+    from fnin_cli.batch import memory
 
-    monkeypatch.setattr(outputs, "available_memory", lambda: 2**19)  # 512 KiB
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**19)  # 512 KiB
     good = _good(tmp_path)
     target = tmp_path / "m.ply"
     r = invoke(["integrate", good, "-o", target, "--method", "wls"])
@@ -439,16 +439,16 @@ def test_not_enough_memory_is_refused_up_front(tmp_path, monkeypatch):
 
 
 def test_unexpected_exception_is_one_line_and_batch_goes_on(tmp_path, monkeypatch):
-    import fnin_cli.pipeline as pipeline
+    from fnin_cli.batch import runner
 
-    real = pipeline.integrate
+    real = runner.integrate
 
     def flaky(inp, *a, **k):
         if "boom" in inp.source:
             raise ValueError("something deep\nwent wrong")
         return real(inp, *a, **k)
 
-    monkeypatch.setattr(pipeline, "integrate", flaky)
+    monkeypatch.setattr(runner, "integrate", flaky)
     boom = write_case(tmp_path, seed=2, name="boom", with_mask=False, with_K=False)["normals"]
     fine = write_case(tmp_path, seed=4, name="fine", with_mask=False, with_K=False)["normals"]
     out = tmp_path / "out"
@@ -484,12 +484,12 @@ def test_real_process_prints_one_line_per_bad_file(tmp_path):
 
 
 def test_bug_outside_the_per_input_guard_is_one_line(tmp_path, monkeypatch):
-    from fnin_cli import outputs
+    from fnin_cli.cli import integrate as integrate_cmd
 
     def broken(*a, **k):
         raise RuntimeError("planner exploded\nsecond line")
 
-    monkeypatch.setattr(outputs, "plan_jobs", broken)
+    monkeypatch.setattr(integrate_cmd, "plan_jobs", broken)
     r = invoke(["integrate", _good(tmp_path), "-o", tmp_path / "m.ply", "--method", "wls"])
     assert_no_escape(r)
     assert r.exit_code == 1

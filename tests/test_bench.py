@@ -14,9 +14,12 @@ import numpy as np
 import pytest
 
 from fnin_cli import bench, io
-from fnin_cli.bench import align_and_errors, resolve_cases, run_bench, synthetic_cases
+from fnin_cli.bench.cases import align_and_errors, resolve_cases, synthetic_cases
+from fnin_cli.bench import report
+from fnin_cli.bench.runner import run_bench
+from fnin_cli.resources import PeakMemory
 from fnin_cli.errors import FninError
-from fnin_cli.synthetic import make_scene
+from fnin_cli.data.synthetic import make_scene
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DILIGENT = SHARED / "diligent"
@@ -89,15 +92,15 @@ def test_metric_rejects_nothing_to_compare():
 
 
 def test_colour_map_background_and_ends():
-    img = bench.colourise(np.array([[np.nan, 0.0, 5.0, 50.0]]), 5.0)
+    img = report.colourise(np.array([[np.nan, 0.0, 5.0, 50.0]]), 5.0)
     assert img.dtype == np.uint8 and img.shape == (1, 4, 3)
     assert tuple(img[0, 0]) == (255, 255, 255)
-    assert tuple(img[0, 1]) == tuple(bench._CMAP_ANCHORS[0].astype(int))
-    assert tuple(img[0, 2]) == tuple(img[0, 3]) == tuple(bench._CMAP_ANCHORS[-1].astype(int))
+    assert tuple(img[0, 1]) == tuple(report._CMAP_ANCHORS[0].astype(int))
+    assert tuple(img[0, 2]) == tuple(img[0, 3]) == tuple(report._CMAP_ANCHORS[-1].astype(int))
 
 
 def test_peak_memory_sees_an_allocation():
-    with bench.PeakMemory() as mem:
+    with PeakMemory() as mem:
         a = np.ones(100 * 2**20 // 8)   # 100 MiB, touched
         del a
     assert mem.peak - mem.base > 80 * 1024    # kB

@@ -285,10 +285,11 @@ def test_fnin_method_with_a_model_file(tmp_path):
 
 
 def test_missing_bundled_weights_is_a_usage_error(tmp_path, monkeypatch):
-    from fnin_cli import fnin, outputs
+    from fnin_cli.batch import options
+    from fnin_cli.model import weights as model_weights
 
-    assert outputs.BUNDLED_WEIGHTS == fnin.DEFAULT_WEIGHTS  # the copy of the path cannot drift
-    monkeypatch.setattr(outputs, "BUNDLED_WEIGHTS", tmp_path / "absent.safetensors")
+    assert options.DEFAULT_WEIGHTS is model_weights.DEFAULT_WEIGHTS  # one path, imported, not copied
+    monkeypatch.setattr(options, "DEFAULT_WEIGHTS", tmp_path / "absent.safetensors")
     c = write_case(tmp_path, seed=2)
     r = invoke(["integrate", c["normals"], "-o", tmp_path / "m.ply"])
     assert r.exit_code == 2

@@ -6,19 +6,27 @@ import numpy as np
 import pytest
 import torch
 
-from fnin_cli import fnin as F
-from fnin_cli.network import FNINet, NetConfig, bini_targets, edge_features, one_sided, one_sided_differences
+from fnin_cli.model import inference
+from fnin_cli.solvers import stage2
+from fnin_cli.model import weights as model_weights
+from fnin_cli.model.fnin_net import FNINet
+from fnin_cli.model.config import NetConfig
+from fnin_cli.model.geometry import bini_targets, one_sided, one_sided_differences
+from fnin_cli.model.layers import edge_features
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
-from fnin_cli.solvers import bini_weights
-from fnin_cli.synthetic import make_scene
-from fnin_cli.train import TrainConfig, build_model, export, make_batch, train
-from fnin_cli.wls import NormalSystem
+from fnin_cli.solvers.bini import bini_weights
+from fnin_cli.data.synthetic import make_scene
+from fnin_cli.train.config import TrainConfig
+from fnin_cli.train.build import build_model
+from fnin_cli.train.loop import export, train
+from fnin_cli.train.feed import make_batch
+from fnin_cli.solvers.system import NormalSystem
 
 torch.set_num_threads(1)
 
 
 def _level(inp):
-    return F._level_from_input(inp, torch.device("cpu"))
+    return inference._level_from_input(inp, torch.device("cpu"))
 
 
 @pytest.mark.parametrize("ortho", [False, True])
@@ -75,29 +83,29 @@ def test_edge_weights_are_bini_layout_and_reach_stage2():
     sc = make_scene(7, 40, fold_prob=1.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     s = NormalSystem(inp.normals, inp.mask, inp.camera)
-    z_img, om, p = F.network_outputs(model, inp, "cpu")
+    z_img, om, p = inference.network_outputs(model, inp, "cpu")
     assert om is None and p.shape == (2, 40, 40)
-    w = F.edge_weights(s, p)
+    w = stage2.edge_weights(s, p)
     np.testing.assert_allclose(w["u+"] + w["u-"], 1.0)
-    np.testing.assert_allclose(w["v-"], F.sharpen(p[1][inp.mask], F.EDGE_SHARPNESS))
-    np.testing.assert_allclose(F.edge_weights(s, p, sharpness=1.0)["v-"], p[1][inp.mask])
+    np.testing.assert_allclose(w["v-"], stage2.sharpen(p[1][inp.mask], stage2.EDGE_SHARPNESS))
+    np.testing.assert_allclose(stage2.edge_weights(s, p, sharpness=1.0)["v-"], p[1][inp.mask])
     r = integrate(inp, "fnin", model=model)
-    z, _ = F.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
+    z, _ = stage2.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
     np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
     # without an edge net the attention map still gives the weights
     plain = FNINet(NetConfig()).eval()
-    assert F.network_outputs(plain, inp, "cpu")[2] is None
+    assert inference.network_outputs(plain, inp, "cpu")[2] is None
 
 
 def test_sharpen_is_a_temperature_on_the_logit():
     p = np.array([1e-9, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0])
-    np.testing.assert_array_equal(F.sharpen(p, 1.0), p)
-    two = F.sharpen(p, 2.0)
+    np.testing.assert_array_equal(stage2.sharpen(p, 1.0), p)
+    two = stage2.sharpen(p, 2.0)
     q = np.clip(p, 1e-7, 1 - 1e-7)
     np.testing.assert_allclose(two, q * q / (q * q + (1 - q) ** 2), rtol=1e-9, atol=1e-12)   # a = 2 in closed form
-    np.testing.assert_allclose(F.sharpen(1 - p, 3.0), 1 - F.sharpen(p, 3.0), atol=1e-12)
-    assert np.all(np.diff(F.sharpen(p, 3.0)) >= 0) and F.sharpen(p, 3.0)[3] == 0.5
-    assert abs(F.sharpen(p, 3.0)[1] - 0.5) > abs(two[1] - 0.5) > abs(p[1] - 0.5)
+    np.testing.assert_allclose(stage2.sharpen(1 - p, 3.0), 1 - stage2.sharpen(p, 3.0), atol=1e-12)
+    assert np.all(np.diff(stage2.sharpen(p, 3.0)) >= 0) and stage2.sharpen(p, 3.0)[3] == 0.5
+    assert abs(stage2.sharpen(p, 3.0)[1] - 0.5) > abs(two[1] - 0.5) > abs(p[1] - 0.5)
 
 
 def _save_stage1(tmp_path):
@@ -123,7 +131,7 @@ def test_edges_stage_trains_only_the_edge_net_and_lowers_its_loss(tmp_path):
     losses = [x[1] for x in log["loss"]]
     assert np.mean(losses[-4:]) < np.mean(losses[:4])
     assert len(log["val"]) == 2 and all(0 < v < 2 for _, v in log["val"])
-    model = F._load(str(out), "cpu")
+    model = model_weights._load(str(out), "cpu")
     assert model.edges is not None and model.cfg.min_side == 16
     for name, p in stage1.state_dict().items():      # Stage I frozen, bit for bit
         assert torch.equal(model.state_dict()[name], p), name
@@ -147,7 +155,7 @@ def test_edges_stage_can_start_from_a_trained_edge_net(tmp_path):
     train(TrainConfig(steps=4, **common), tmp_path / "a", out=out)
     tuned = build_model(TrainConfig(steps=1, init_edges=str(out), **common))
     fresh = build_model(TrainConfig(steps=1, **common))
-    trained = F._load(str(out), "cpu")
+    trained = model_weights._load(str(out), "cpu")
     for k, v in trained.edges.state_dict().items():
         assert torch.equal(tuned.edges.state_dict()[k], v)
     assert not all(torch.equal(fresh.edges.state_dict()[k], v) for k, v in trained.edges.state_dict().items())
@@ -208,8 +216,8 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
     """edge_objective "solve": the loss value is the relative error of fnin's solution on
     those scenes (sharpened weights, as inference), and a short run lowers it on held-out
     scenes; the card says which objective trained it."""
-    from fnin_cli.synthetic import relative_error
-    from fnin_cli.train import solve_loss
+    from fnin_cli.data.synthetic import relative_error
+    from fnin_cli.train.losses import solve_loss
 
     base, _ = _save_stage1(tmp_path)
     cfg = TrainConfig(stage="edges", edge_objective="solve", base=str(base), steps=10, batch=2, res=32,
@@ -250,7 +258,7 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
     md = out.with_name("MODEL_CARD.md").read_text()
     assert "differentiated through the solve" in md
     # solve_bce anchors it to BiNI's weights: the two losses added
-    from fnin_cli.train import edge_loss, step_loss
+    from fnin_cli.train.losses import edge_loss, step_loss
 
     anchored = TrainConfig.from_dict({**cfg.to_dict(), "solve_bce": 0.5})
     with torch.no_grad():
@@ -264,7 +272,7 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
 def test_solve_objective_in_worker_processes_gives_the_same_numbers(tmp_path):
     """solve_workers > 0 runs the per-scene solves in spawned processes: the loss and its
     gradient must be bit for bit those of the in-loop solves (training stays deterministic)."""
-    from fnin_cli.train import close_solve_pools, solve_loss
+    from fnin_cli.train.losses import close_solve_pools, solve_loss
 
     base, _ = _save_stage1(tmp_path)
     cfg = TrainConfig(stage="edges", edge_objective="solve", base=str(base), res=32, threads=1,

@@ -3,11 +3,14 @@
 import numpy as np
 import pytest
 
-from fnin_cli import fnin as F
+from fnin_cli.data import analytic
+from fnin_cli.model import inference
+from fnin_cli.solvers import stage2
+from fnin_cli.model import weights as model_weights
 from fnin_cli.camera import Camera
 from fnin_cli.pipeline import build_input, integrate, load_input
-from fnin_cli.synthetic import make_scene, relative_error
-from fnin_cli.wls import DIRECTIONS, NormalSystem
+from fnin_cli.data.synthetic import make_scene, relative_error
+from fnin_cli.solvers.system import DIRECTIONS, NormalSystem
 
 SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "samples"
 
@@ -31,7 +34,7 @@ def test_stage2_with_true_prior_keeps_the_jumps():
     keeps them (the smooth integrator is > 0.3 off on the same scene)."""
     sc, s, gt, wls_err = _jump_scene()
     lam = 1e-3 * s.camera.focal ** 2
-    z, w = F.stage2(s, gt.copy(), None, "fnin-s", lam=lam, solver="direct")
+    z, w = stage2.stage2(s, gt.copy(), None, "fnin-s", lam=lam, solver="direct")
     assert relative_error(z, gt) < 0.02 < wls_err
 
 
@@ -42,13 +45,13 @@ def test_stage2_attention_weights_with_true_discontinuity_map():
     for d in DIRECTIONS:
         disc |= np.abs(res[d]) > 0.5
     omega = s.to_image(disc.astype(float), fill=0.0)
-    w = F.attention_weights(s, omega, paired=False)
+    w = stage2.attention_weights(s, omega, paired=False)
     # the weight towards a discontinuity pixel is 0, elsewhere 1
     assert set(np.unique(np.concatenate([w[d] for d in DIRECTIONS]))) <= {0.0, 1.0}
     # paired: 0.5 where both neighbours along an axis are marked
-    w = F.attention_weights(s, omega)
+    w = stage2.attention_weights(s, omega)
     assert set(np.unique(np.concatenate([w[d] for d in DIRECTIONS]))) <= {0.0, 0.5, 1.0}
-    z, _ = F.stage2(s, gt + 0.0, omega, "fnin", lam=1e-3 * s.camera.focal ** 2, solver="direct")
+    z, _ = stage2.stage2(s, gt + 0.0, omega, "fnin", lam=1e-3 * s.camera.focal ** 2, solver="direct")
     assert relative_error(z, gt) < 0.05 < wls_err
 
 
@@ -59,14 +62,14 @@ def test_attention_weights_point_at_the_neighbour():
     s = NormalSystem(n, mask, Camera(None))
     omega = np.zeros((3, 4))
     omega[1, 2] = 0.8
-    w = F.attention_weights(s, omega, paired=False)
+    w = stage2.attention_weights(s, omega, paired=False)
     p = s.index[1, 1]  # left of the marked pixel: its u+ difference points at it
     assert w["u+"][p] == pytest.approx(0.2) and w["u-"][p] == 1.0
     q = s.index[1, 3]
     assert w["u-"][q] == pytest.approx(0.2)
     assert w["v+"][s.index[0, 2]] == pytest.approx(0.2) and w["v-"][s.index[2, 2]] == pytest.approx(0.2)
     # paired (the default): the pair along an axis sums to 1 where both differences exist
-    w = F.attention_weights(s, omega)
+    w = stage2.attention_weights(s, omega)
     assert w["u+"][p] == pytest.approx(0.2 / 1.2) and w["u-"][p] == pytest.approx(1 / 1.2)
     assert w["u-"][q] == pytest.approx(0.2)   # its u+ difference leaves the mask: nothing to pair
     assert w["v+"][s.index[0, 2]] == pytest.approx(0.2)   # top row: no v- difference
@@ -97,9 +100,9 @@ def test_fnin_on_sample_and_refine():
 
 
 def test_auto_solver_is_amg_on_every_device_and_torch_gets_its_tolerance():
-    assert F.pick_solver("auto") == ("amg", F.SOLVE_RTOL, 5000)
-    assert F.pick_solver("torch:cuda") == ("torch:cuda", F.GPU_SOLVE_RTOL, F.GPU_MAXITER)
-    assert F.pick_solver("direct")[0] == "direct"   # an explicit choice is kept
+    assert stage2.pick_solver("auto") == ("amg", stage2.SOLVE_RTOL, 5000)
+    assert stage2.pick_solver("torch:cuda") == ("torch:cuda", stage2.GPU_SOLVE_RTOL, stage2.GPU_MAXITER)
+    assert stage2.pick_solver("direct")[0] == "direct"   # an explicit choice is kept
 
 
 def test_gpu_stage2_tolerance_matches_the_exact_solve():
@@ -108,23 +111,23 @@ def test_gpu_stage2_tolerance_matches_the_exact_solve():
     sc = make_scene(21, 96, ortho_prob=0.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     s = NormalSystem(inp.normals, inp.mask, inp.camera)
-    z_img, om = F.stage1(F.load_model(None, "cpu"), inp, "cpu")
+    z_img, om = inference.stage1(model_weights.load_model(None, "cpu"), inp, "cpu")
     zr = z_img[s.mask]
-    exact, _ = F.stage2(s, zr, om, "fnin", lam=1e-3, solver="direct")
+    exact, _ = stage2.stage2(s, zr, om, "fnin", lam=1e-3, solver="direct")
 
     def off(rtol):
-        z, _ = F.stage2(s, zr, om, "fnin", lam=1e-3, solver="torch:cpu", rtol=rtol, maxiter=F.GPU_MAXITER)
+        z, _ = stage2.stage2(s, zr, om, "fnin", lam=1e-3, solver="torch:cpu", rtol=rtol, maxiter=stage2.GPU_MAXITER)
         return np.abs((z - z.mean()) - (exact - exact.mean())).mean() / np.abs(exact - exact.mean()).mean()
 
-    assert off(F.GPU_SOLVE_RTOL) < 1e-3          # measured 1.9e-4 at 1e-4
-    assert off(100 * F.GPU_SOLVE_RTOL) > 5e-3    # measured 1.1e-2 at 1e-2
+    assert off(stage2.GPU_SOLVE_RTOL) < 1e-3          # measured 1.9e-4 at 1e-4
+    assert off(100 * stage2.GPU_SOLVE_RTOL) > 5e-3    # measured 1.1e-2 at 1e-2
 
 
 def test_full_float32_restores_the_cudnn_flags():
     import torch
 
     before = torch.backends.cudnn.allow_tf32
-    with F.full_float32():
+    with inference.full_float32():
         assert torch.backends.cudnn.allow_tf32 is False
     assert torch.backends.cudnn.allow_tf32 == before
 
@@ -134,8 +137,8 @@ def test_cuda_gives_the_cpu_answer():
     """Stage I on the GPU (no TF32) equals the CPU's, so fnin's depth does not depend on the device."""
     sc = make_scene(5, 256, 320, ortho_prob=0.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
-    zc, oc = F.stage1(F.load_model(None, "cpu"), inp, "cpu")
-    zg, og = F.stage1(F.load_model(None, "cuda"), inp, "cuda")
+    zc, oc = inference.stage1(model_weights.load_model(None, "cpu"), inp, "cpu")
+    zg, og = inference.stage1(model_weights.load_model(None, "cuda"), inp, "cuda")
     m = inp.mask
     assert np.abs(zc[m] - zg[m]).max() < 1e-4 * np.abs(zc[m]).max()
     assert np.abs(oc[m] - og[m]).max() < 1e-3
@@ -149,16 +152,16 @@ def test_refine_rounds_keep_separate_objects_where_the_method_put_them():
     lam prior's 0 (exact inner solves do it in one round), erasing fnin's placement of
     disconnected pieces. The prior now stays at the result the rounds start from, and the
     rounds solve with AMG."""
-    from fnin_cli import analytic as A
+
     from fnin_cli.pipeline import REFINE_SOLVER
 
     assert REFINE_SOLVER == "amg"
     shape = (96, 128)
     K = np.array([[150.0, 0, 64], [0, 150.0, 48], [0, 0, 1]])
     cam = Camera(K)
-    a = A.restrict(A.sphere(shape, cam, (-0.45, 0.0, 2.0), 0.35), A.disc_mask(shape, (33, 48), 24))
-    b = A.restrict(A.sphere(shape, cam, (0.5, 0.05, 2.6), 0.4), A.disc_mask(shape, (95, 50), 22))
-    s = A.nearest(a, b)
+    a = analytic.restrict(analytic.sphere(shape, cam, (-0.45, 0.0, 2.0), 0.35), analytic.disc_mask(shape, (33, 48), 24))
+    b = analytic.restrict(analytic.sphere(shape, cam, (0.5, 0.05, 2.6), 0.4), analytic.disc_mask(shape, (95, 50), 22))
+    s = analytic.nearest(a, b)
     inp = build_input(s.normals, None, s.support, K)
     assert not (a.support & b.support).any()
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fnin_cli import FninError, io
-from fnin_cli.outputs import probe_shape
+from fnin_cli.io.formats import probe_shape
 from fnin_cli.pipeline import build_input, integrate, load_input
 
 # FNIN_FUZZ_EXAMPLES=500 for a longer hunt; the default keeps the suite fast
@@ -110,7 +110,7 @@ def test_random_png_images(tmp_path, arr):
        .filter(lambda a: a.ndim == 2 or a.shape[2] in (1, 3)))
 def test_random_exr_images(tmp_path, arr):
     path = tmp_path / "n.exr"
-    io._write_exr(path, {"RGB": arr} if arr.ndim == 3 and arr.shape[2] == 3 else {"Z": arr.reshape(arr.shape[:2])})
+    io.formats._write_exr(path, {"RGB": arr} if arr.ndim == 3 and arr.shape[2] == 3 else {"Z": arr.reshape(arr.shape[:2])})
     _load_everything(path, tmp_path)
 
 

@@ -10,11 +10,12 @@ import pytest
 from helpers import (SHAPE, STEP_COL, aligned_error, assert_equal_up_to, camera, irregular_mask,
                      mode_of, smooth_surface, step_surface)
 
-from fnin_cli import analytic as A
+from fnin_cli.data import analytic
 from fnin_cli.camera import Camera, normals_from_depth
 from fnin_cli.pipeline import LAMBDA, build_input, integrate
-from fnin_cli.solvers import integrate_bini, integrate_wls
-from fnin_cli.wls import NormalSystem
+from fnin_cli.solvers.bini import integrate_bini
+from fnin_cli.solvers.wls import integrate_wls
+from fnin_cli.solvers.system import NormalSystem
 
 SURFACES = ("sphere", "plane", "paraboloid")
 
@@ -80,7 +81,7 @@ def test_step_bini_recovers_each_side_wls_cannot(kind):
     inp = build_input(surface.normals.astype(np.float32), K=cam.K, pixel_size=cam.pixel_size)
     system = NormalSystem(inp.normals, inp.mask, cam)
     lam = LAMBDA if cam.perspective else ortho_lambda(cam, SHAPE)
-    u, _ = A.pixel_grid(SHAPE)
+    u, _ = analytic.pixel_grid(SHAPE)
     away = np.abs(u - (STEP_COL - 0.5)) > 2
     errors = {}
     for method in ("wls", "bini"):
@@ -98,7 +99,7 @@ def test_step_through_pipeline_bini_beats_wls():
     cam = camera("persp")
     surface, right = step_surface(cam)
     inp = build_input(surface.normals.astype(np.float32), K=cam.K)
-    u, _ = A.pixel_grid(SHAPE)
+    u, _ = analytic.pixel_grid(SHAPE)
     away = np.abs(u - (STEP_COL - 0.5)) > 2
     err = {}
     for method in ("wls", "bini"):
@@ -129,8 +130,8 @@ def test_perspective_gradients_are_log_depth_derivatives():
     cam = camera("persp")
     h, w = SHAPE
     k, u0, v0, z0 = 0.001, 30.0, 20.0, 10.0
-    surface = A.paraboloid(SHAPE, cam, z0, k, center=(u0, v0))
-    u, v = A.pixel_grid(SHAPE)
+    surface = analytic.paraboloid(SHAPE, cam, z0, k, center=(u0, v0))
+    u, v = analytic.pixel_grid(SHAPE)
     z = surface.depth
     p, q = cam.gradients(surface.normals)
     np.testing.assert_allclose(p, 2 * k * (u - u0) / z, rtol=1e-9, atol=1e-12)
@@ -139,8 +140,8 @@ def test_perspective_gradients_are_log_depth_derivatives():
 
 def test_orthographic_gradients_scale_with_pixel_size():
     cam = Camera(None, 0.25)
-    surface = A.paraboloid(SHAPE, cam, 50.0, 0.01, center=(10.0, 5.0))
-    u, v = A.pixel_grid(SHAPE)
+    surface = analytic.paraboloid(SHAPE, cam, 50.0, 0.01, center=(10.0, 5.0))
+    u, v = analytic.pixel_grid(SHAPE)
     p, q = cam.gradients(surface.normals)
     np.testing.assert_allclose(p, 0.02 * (u - 10.0), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(q, 0.02 * (v - 5.0), rtol=1e-9, atol=1e-12)
@@ -152,7 +153,7 @@ def test_back_project_inverts_projection():
     depth = rng.uniform(1, 5, SHAPE)
     X = cam.back_project(depth)
     proj = X @ cam.K.T
-    u, v = A.pixel_grid(SHAPE)
+    u, v = analytic.pixel_grid(SHAPE)
     np.testing.assert_allclose(proj[..., 0] / proj[..., 2], u, atol=1e-9)
     np.testing.assert_allclose(proj[..., 1] / proj[..., 2], v, atol=1e-9)
     np.testing.assert_allclose(X[..., 2], depth)
@@ -166,7 +167,7 @@ def test_plane_through_pipeline_keeps_orientation():
     convention bug). The normal leans right (+x), so the plane recedes to the right:
     depth grows with u."""
     cam = camera("persp")
-    surface = A.plane(SHAPE, cam, normal=[0.5, 0.0, -1.0], point=[0.0, 0.0, 10.0])
+    surface = analytic.plane(SHAPE, cam, normal=[0.5, 0.0, -1.0], point=[0.0, 0.0, 10.0])
     res = integrate(build_input(surface.normals.astype(np.float32), K=cam.K), method="wls")
     assert np.all(np.diff(surface.depth, axis=1) > 0)
     assert np.all(np.diff(res.depth, axis=1) > 0)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers import SHAPE, assert_equal_up_to, camera, smooth_surface
 
-from fnin_cli import analytic as A
+from fnin_cli.data import analytic
 from fnin_cli import conventions, io
 from fnin_cli.camera import Camera
 from fnin_cli.errors import FninError
@@ -240,7 +240,7 @@ def test_ps_file_of_a_plane_facing_down_and_its_depth(tmp_path):
     that plane; with directx (green down) the slope flips; with opencv (z away from
     the viewer) the normals face away and loading fails with a hint."""
     cam = camera("persp")
-    surface = A.plane(SHAPE, cam, normal=[0.0, 0.5, -1.0], point=[0.0, 0.0, 10.0])
+    surface = analytic.plane(SHAPE, cam, normal=[0.0, 0.5, -1.0], point=[0.0, 0.0, 10.0])
     assert np.all(np.diff(surface.depth, axis=0) > 0)
     path = io.write_normal_map(tmp_path / "plane.png", surface.normals.astype(np.float32))
     raw, _ = io.read_array(path)

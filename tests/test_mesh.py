@@ -8,14 +8,14 @@ import trimesh
 from helpers import SHAPE, STEP_COL, camera, irregular_mask, smooth_surface, step_surface
 from plyfile import PlyData
 
-from fnin_cli import analytic as A
+from fnin_cli.data import analytic
 from fnin_cli import io
 from fnin_cli.camera import Camera
 from fnin_cli.conventions import from_internal
 from fnin_cli.errors import FninError
 from fnin_cli.mesh import JUMP_FACTOR, build_mesh, edge_cuts, write_mesh
 from fnin_cli.pipeline import build_input, integrate
-from fnin_cli.wls import NormalSystem
+from fnin_cli.solvers.system import NormalSystem
 
 
 def components(mesh) -> list[set]:
@@ -92,11 +92,11 @@ def test_vertex_colours_from_normals_in_ps_convention():
 def test_two_disjoint_discs_stay_two_islands():
     cam = camera("persp")
     surface = smooth_surface("plane", cam)
-    mask = A.disc_mask(SHAPE, (18, 20), 12) | A.disc_mask(SHAPE, (60, 35), 14)
+    mask = analytic.disc_mask(SHAPE, (18, 20), 12) | analytic.disc_mask(SHAPE, (60, 35), 14)
     mesh = build_mesh(surface.depth, cam, mask, normals=surface.normals)
     comps = components(mesh)
     assert len(comps) == 2
-    assert sorted(map(len, comps)) == sorted([int(A.disc_mask(SHAPE, c, r).sum())
+    assert sorted(map(len, comps)) == sorted([int(analytic.disc_mask(SHAPE, c, r).sum())
                                              for c, r in (((18, 20), 12), ((60, 35), 14))])
 
 
@@ -151,7 +151,7 @@ def test_steep_smooth_surface_is_not_cut():
     but the normals explain it (and it is under the no-normals footprint rule too)."""
     cam = Camera(None, 1.0)
     ang = np.radians(85.0)
-    surface = A.plane(SHAPE, cam, normal=[np.sin(ang), 0.0, -np.cos(ang)], point=[40.0, 30.0, 1000.0])
+    surface = analytic.plane(SHAPE, cam, normal=[np.sin(ang), 0.0, -np.cos(ang)], point=[40.0, 30.0, 1000.0])
     for normals in (surface.normals, None):
         mesh = build_mesh(surface.depth, cam, surface.support, normals=normals)
         assert len(mesh.faces) == 2 * (SHAPE[0] - 1) * (SHAPE[1] - 1)

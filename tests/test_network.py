@@ -7,12 +7,18 @@ import numpy as np
 import pytest
 import torch
 
-from fnin_cli import fnin as F
-from fnin_cli.network import (FNINet, NetConfig, SpectralConv2d, detail_weighted_loss,
-                              spectral_conv_reference)
+from fnin_cli.model import inference
+from fnin_cli.solvers import stage2
+from fnin_cli.model import weights as model_weights
+from fnin_cli.model.fnin_net import FNINet
+from fnin_cli.model.config import NetConfig
+from fnin_cli.model.layers import SpectralConv2d, spectral_conv_reference
+from fnin_cli.train.losses import detail_weighted_loss
 from fnin_cli.pipeline import build_input
-from fnin_cli.synthetic import make_scene, relative_error
-from fnin_cli.train import TrainConfig, make_batch, train
+from fnin_cli.data.synthetic import make_scene, relative_error
+from fnin_cli.train.config import TrainConfig
+from fnin_cli.train.feed import make_batch
+from fnin_cli.train.loop import train
 
 torch.set_num_threads(1)
 
@@ -62,7 +68,7 @@ def test_network_resolution_independent(hw):
     model = FNINet(NetConfig(width=8, modes=6, proj=8, att_width=4)).eval()
     sc = make_scene(3, *hw)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
-    z, om = F.stage1(model, inp, "cpu", side=10_000)
+    z, om = inference.stage1(model, inp, "cpu", side=10_000)
     assert z.shape == hw and om.shape == hw
     assert np.all(np.isfinite(z[inp.mask])) and np.all((om[inp.mask] >= 0) & (om[inp.mask] <= 1))
 
@@ -90,7 +96,7 @@ def test_tiny_training_run_decreases_loss(tmp_path):
     assert len(losses) == 30
     assert losses[-10:].mean() < 0.8 * losses[:5].mean()
     # exported weights load through the public loader and run
-    model = F.load_model(tmp_path / "w.safetensors", "cpu")
+    model = model_weights.load_model(tmp_path / "w.safetensors", "cpu")
     assert model.cfg.width == 8
     assert (tmp_path / "w.json").exists() and (tmp_path / "w_curve.png").exists()
     assert summary["steps_done"] == 30
@@ -116,7 +122,7 @@ def test_training_resumes_from_checkpoint(tmp_path):
 
 def test_fnin_commit_overrides_the_recorded_commit(monkeypatch):
     """Regression: cards trained on the lent GPU recorded a stale commit from that copy's .git."""
-    from fnin_cli.train import git_commit
+    from fnin_cli.train.loop import git_commit
 
     monkeypatch.setenv("FNIN_COMMIT", "abc1234")
     assert git_commit() == "abc1234"
@@ -159,33 +165,33 @@ def test_cuda_training_tracks_cpu_training(tmp_path):
     a = json.loads((tmp_path / "cpu" / "log.json").read_text())
     b = json.loads((tmp_path / "gpu" / "log.json").read_text())
     np.testing.assert_allclose([x for _, x in a["loss"]], [x for _, x in b["loss"]], rtol=1e-3)
-    assert F.load_model(tmp_path / "w.safetensors", "cpu").cfg.width == 8
+    assert model_weights.load_model(tmp_path / "w.safetensors", "cpu").cfg.width == 8
 
 
 # ------------------------------------------------------------------ bundled weights
 
-CARD = F.DEFAULT_WEIGHTS.with_suffix(".json")
+CARD = model_weights.DEFAULT_WEIGHTS.with_suffix(".json")
 
 
 def test_bundled_weights_exist_with_model_card():
-    assert F.DEFAULT_WEIGHTS.exists(), "ship fnin_cli/weights/fnin.safetensors"
+    assert model_weights.DEFAULT_WEIGHTS.exists(), "ship fnin_cli/weights/fnin.safetensors"
     card = json.loads(CARD.read_text())
     for key in ("command", "commit", "train_config", "steps", "wall_seconds", "sha256", "val_rel_error"):
         assert key in card
     import hashlib
 
-    assert hashlib.sha256(F.DEFAULT_WEIGHTS.read_bytes()).hexdigest() == card["sha256"]
+    assert hashlib.sha256(model_weights.DEFAULT_WEIGHTS.read_bytes()).hexdigest() == card["sha256"]
 
 
 def test_bundled_stage1_beats_trivial_baseline_on_held_out_scenes():
     """Stage I alone: relative error < 0.6 of the constant-depth answer's (1.0) on
     held-out synthetic scenes (seeds never used in training or validation)."""
-    model = F.load_model(None, "cpu")
+    model = model_weights.load_model(None, "cpu")
     errs = []
     for i in range(8):
         sc = make_scene(777_000_000 + i, 128)
         inp = build_input(sc.normals, None, sc.mask, sc.K)
-        z, _ = F.stage1(model, inp, "cpu")
+        z, _ = inference.stage1(model, inp, "cpu")
         m = inp.mask
         errs.append(relative_error(z[m], sc.unknown[m]))
     assert np.median(errs) < 0.6, errs
@@ -221,7 +227,7 @@ def test_training_is_deterministic_and_matches_model_card(tmp_path, which):
     trained_on = cfg.device
     cfg.device, cfg.workers = "cpu", 0   # same scenes; the re-run is on this machine's CPU
     if which != "stage1":
-        cfg.base = str(F.DEFAULT_WEIGHTS)
+        cfg.base = str(model_weights.DEFAULT_WEIGHTS)
     if which in START:
         cfg.init_edges = str(Path(__file__).parent / "data" / START[which])
     train(cfg, tmp_path / "run")
@@ -239,18 +245,18 @@ def test_bundled_edge_net_beats_uniform_weights_on_held_out_fold_scenes():
     """The shipped edge net's weights make one Stage II solve clearly better than all-ones
     weights (wls with the same prior) on held-out self-occluding scenes: an untrained or
     broken edge net fails this."""
-    from fnin_cli.wls import NormalSystem
+    from fnin_cli.solvers.system import NormalSystem
 
-    model = F.load_model(None, "cpu")
+    model = model_weights.load_model(None, "cpu")
     assert model.edges is not None
     ours, uniform = [], []
     for i in range(6):
         sc = make_scene(778_000_000 + i, 192, fold_prob=1.0)
         inp = build_input(sc.normals, None, sc.mask, sc.K)
         s = NormalSystem(inp.normals, inp.mask, inp.camera)
-        z_img, _, p = F.network_outputs(model, inp, "cpu")
+        z_img, _, p = inference.network_outputs(model, inp, "cpu")
         zr, gt = z_img[s.mask], sc.unknown[s.mask]
-        for weights, acc in ((F.edge_weights(s, p), ours), (None, uniform)):
+        for weights, acc in ((stage2.edge_weights(s, p), ours), (None, uniform)):
             z, _ = s.solve(weights, lam=1e-3, z_prior=zr, x0=zr, method="direct")
             acc.append(relative_error(z, gt))
     assert np.mean(ours) < 0.9 * np.mean(uniform), (ours, uniform)
@@ -259,7 +265,7 @@ def test_bundled_edge_net_beats_uniform_weights_on_held_out_fold_scenes():
 def test_fast_asinh_equals_torch_asinh():
     """network._asinh (the edge features' compression, written out for speed) matches
     torch.asinh to float32 rounding across 9 decades, signs and zero."""
-    from fnin_cli.network import _asinh
+    from fnin_cli.model.layers import _asinh
 
     x = torch.cat([torch.randn(2000, generator=torch.Generator().manual_seed(0)) * s
                    for s in (1e-5, 1e-2, 1.0, 1e2, 1e4)] + [torch.zeros(3)])
@@ -274,7 +280,7 @@ def test_legacy_config_keys_load_at_zero_and_are_refused_otherwise(tmp_path):
     from safetensors.torch import save_file
 
     from fnin_cli.errors import FninError
-    from fnin_cli.network import net_config
+    from fnin_cli.model.config import net_config
 
     cfg = net_config({"edge_width": 4, "edge_rounds": 0, "edge_coarse": 0, "edge_coarse_dilations": [1, 2]})
     assert cfg.edge_width == 4
@@ -286,7 +292,7 @@ def test_legacy_config_keys_load_at_zero_and_are_refused_otherwise(tmp_path):
     bad = tmp_path / "rounds.safetensors"
     save_file(model.state_dict(), str(bad), metadata={"net": json.dumps({"edge_rounds": 2})})
     with pytest.raises(FninError, match="learned rounds"):
-        F._load(str(bad), "cpu")
+        model_weights._load(str(bad), "cpu")
     with pytest.raises(ValueError, match="edge_train"):
         TrainConfig.from_dict({"edge_train": "coarse"})
     assert TrainConfig.from_dict({"edge_train": "all", "init_round": "edges"}).stage == "network"

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from fnin_cli.camera import Camera
-from fnin_cli.synthetic import make_scene
-from fnin_cli.wls import DIRECTIONS, NormalSystem
+from fnin_cli.data.synthetic import make_scene
+from fnin_cli.solvers.system import DIRECTIONS, NormalSystem
 
 
 def _digest(scene):

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from fnin_cli.camera import Camera
-from fnin_cli.solvers import bini_weights
-from fnin_cli.synthetic import make_scene
-from fnin_cli.wls import DIRECTIONS, NormalSystem
+from fnin_cli.solvers.bini import bini_weights
+from fnin_cli.data.synthetic import make_scene
+from fnin_cli.solvers.system import DIRECTIONS, NormalSystem
 
 
 def _system(seed=4, size=40, ortho=False):
@@ -74,7 +74,7 @@ def test_weight_gradients_match_finite_differences():
     from scipy.sparse.linalg import spsolve
 
     from fnin_cli.pipeline import build_input
-    from fnin_cli.synthetic import make_scene
+    from fnin_cli.data.synthetic import make_scene
 
     sc = make_scene(4, 20, 24, fold_prob=1.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
@@ -109,7 +109,7 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
     slower), no dependence on numpy's global RNG (pyamg's spectral-radius estimate drew
     from it), and a V-cycle that is a good preconditioner (few PCG iterations on a
     120x120 BiNI-weighted system where Jacobi-PCG needs hundreds)."""
-    from fnin_cli.wls import amg_preconditioner, pcg, sa_hierarchy
+    from fnin_cli.solvers.linear import amg_preconditioner, pcg, sa_hierarchy
 
     s, _ = _system(seed=5, size=120)
     w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
@@ -134,7 +134,7 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
 def test_amg_v_cycle_is_symmetric_positive_definite():
     """PCG needs a symmetric positive-definite preconditioner: the V-cycle's pre- and
     post-smoothers must be adjoint (symmetric Gauss-Seidel sweeps)."""
-    from fnin_cli.wls import sa_hierarchy
+    from fnin_cli.solvers.linear import sa_hierarchy
 
     s, _ = _system(seed=5, size=60)
     w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..camera import Camera
 from .analytic import normals_from_gradient
-from .camera import Camera
-
 
 @dataclass
 class Scene:

@@ -1,4 +1,12 @@
-"""Reading and writing files: normal maps, masks, intrinsics, depth maps, pictures.
+"""File formats: one :class:`Format` object per suffix, and the merged readers and writers.
+
+A format knows how to read a file into an array (with its integer bit depth), how to
+read only the header for the image size (the memory pre-check), and how to write a
+float map. Adding a format means adding one :class:`Format` to ``FORMATS`` here: the
+readers, the writers, the header probe and the suffix lists all derive from it.
+
+Decoding of normal maps (see :mod:`fnin_cli.conventions`): integer PNG/TIFF hold
+(n + 1) / 2 scaled to the type's range; float EXR/NPY/TIFF hold the normals as they are.
 
 Every reader returns plain numpy arrays and raises :class:`FninError` (never a raw
 library exception) with the file name and what to try. Every writer is atomic: it
@@ -8,18 +16,17 @@ failure never leaves a partial file and never touches an existing one.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
+import struct
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
-from .errors import FninError
+from ..conventions import from_internal
+from ..errors import FninError
+from .files import atomic_path, check_output
 
-NORMAL_SUFFIXES = (".exr", ".png", ".npy", ".tif", ".tiff")
-MASK_SUFFIXES = (".png", ".npy", ".exr", ".tif", ".tiff")
-DEPTH_SUFFIXES = (".exr", ".npy", ".png", ".tif", ".tiff")
 MESH_SUFFIXES = (".ply", ".obj")
 
 # Refuse to allocate an input this large (pixels); a 4096x3072 map is 12.6 M.
@@ -46,28 +53,12 @@ def read_array(path) -> tuple[np.ndarray, int | None]:
         raise FninError("is a folder, expected a file", path)
     suf = _suffix(path)
     try:
-        if suf == ".png":
-            arr, depth = _read_png(path)
-        elif suf == ".exr":
-            arr, depth = _read_exr(path), None
-        elif suf == ".npy":
-            arr = np.load(path, allow_pickle=False, mmap_mode="r")
-            depth = None
-            if arr.dtype == np.uint8:
-                depth = 8
-            elif arr.dtype == np.uint16:
-                depth = 16
-            _check_size(arr.shape, path)
-            arr = np.asarray(arr)
-        elif suf in (".tif", ".tiff"):
-            import tifffile
-
-            arr = tifffile.imread(path)
-            depth = {np.dtype(np.uint8): 8, np.dtype(np.uint16): 16}.get(arr.dtype)
-        else:
+        fmt = BY_SUFFIX.get(suf)
+        if fmt is None:
             raise FninError(
                 f"unknown file type '{suf}'; use one of {', '.join(NORMAL_SUFFIXES)}", path
             )
+        arr, depth = fmt.read(path)
     except FninError:
         raise
     except MemoryError:
@@ -81,11 +72,12 @@ def read_array(path) -> tuple[np.ndarray, int | None]:
         raise FninError(f"unsupported data type {arr.dtype}; expected numbers", path)
     if arr.ndim not in (2, 3) or min(arr.shape[:2]) < 1:
         raise FninError(f"expected an image of shape (H, W) or (H, W, C), got {arr.shape}", path)
-    _check_size(arr.shape, path)
+    check_size(arr.shape, path)
     return arr, depth
 
 
-def _check_size(shape, path):
+def check_size(shape, path):
+    """Raise :class:`FninError` if an image of ``shape`` exceeds ``MAX_PIXELS``."""
     if len(shape) >= 2 and int(shape[0]) * int(shape[1]) > MAX_PIXELS:
         need_gb = shape[0] * shape[1] * 200 / 1e9
         raise FninError(
@@ -100,7 +92,7 @@ def _read_png(path: Path):
 
     reader = png.Reader(filename=str(path))
     width, height, rows, info = reader.asDirect()
-    _check_size((height, width), path)
+    check_size((height, width), path)
     planes = info["planes"]
     bitdepth = info["bitdepth"]
     dtype = np.uint16 if bitdepth > 8 else np.uint8
@@ -112,6 +104,24 @@ def _read_png(path: Path):
         arr = (arr.astype(np.float64) * (255.0 / (2**bitdepth - 1))).round().astype(np.uint8)
         bitdepth = 8
     return arr, bitdepth
+
+
+def _read_npy(path: Path):
+    arr = np.load(path, allow_pickle=False, mmap_mode="r")
+    depth = None
+    if arr.dtype == np.uint8:
+        depth = 8
+    elif arr.dtype == np.uint16:
+        depth = 16
+    check_size(arr.shape, path)
+    return np.asarray(arr), depth
+
+
+def _read_tiff(path: Path):
+    import tifffile
+
+    arr = tifffile.imread(path)
+    return arr, {np.dtype(np.uint8): 8, np.dtype(np.uint16): 16}.get(arr.dtype)
 
 
 def _read_exr(path: Path) -> np.ndarray:
@@ -174,44 +184,6 @@ def read_K(path) -> np.ndarray:
     return K
 
 
-# ---------------------------------------------------------------- writers
-
-def check_output(path, force: bool = False) -> Path:
-    """Validate an output path before any work is done: known folder, writable, not clobbering."""
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
-        raise FninError("output folder does not exist; create it first", parent)
-    if not parent.is_dir():
-        raise FninError("output folder is not a folder", parent)
-    if not os.access(parent, os.W_OK):
-        raise FninError("output folder is not writable", parent)
-    if path.exists() and not force:
-        raise FninError("output exists; pass --force to overwrite it", path)
-    if path.is_dir():
-        raise FninError("output path is a folder", path)
-    return path
-
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yield a temporary path beside ``path`` (same suffix); rename it over ``path`` on success."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".part{path.suffix}", dir=path.parent or ".")
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        # mkstemp creates 0600; give the result the usual permissions (0666 minus umask)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _write_exr(path: Path, channels: dict) -> None:
     import OpenEXR
 
@@ -243,30 +215,40 @@ def write_array(path, arr: np.ndarray, force: bool = False) -> Path:
     path = check_output(path, force)
     suf = _suffix(path)
     arr = np.asarray(arr)
+    fmt = BY_SUFFIX.get(suf)
+    if fmt is None:
+        raise FninError(f"unknown output type '{suf}'; use one of {', '.join(DEPTH_SUFFIXES)}", path)
     with atomic_path(path) as tmp:
-        if suf == ".npy":
-            with open(tmp, "wb") as fh:
-                np.save(fh, arr.astype(np.float32) if arr.dtype.kind == "f" else arr)
-        elif suf == ".exr":
-            if arr.ndim == 3:
-                _write_exr(tmp, {"RGB": arr[..., :3]})
-            else:
-                _write_exr(tmp, {"Z": arr})
-        elif suf in (".tif", ".tiff"):
-            import tifffile
-
-            # explicit photometric: tifffile warns that (H, W, 3) float data will
-            # otherwise become 3 greyscale pages in future versions
-            rgb = arr.ndim == 3 and arr.shape[2] in (3, 4)
-            tifffile.imwrite(tmp, arr.astype(np.float32), photometric="rgb" if rgb else "minisblack")
-        elif suf == ".png":
-            if arr.dtype in (np.uint8, np.uint16):
-                write_png(tmp, arr)
-            else:
-                write_png(tmp, to_uint16(arr))
-        else:
-            raise FninError(f"unknown output type '{suf}'; use one of {', '.join(DEPTH_SUFFIXES)}", path)
+        fmt.write(tmp, arr)
     return path
+
+
+def _write_npy(path: Path, arr: np.ndarray) -> None:
+    with open(path, "wb") as fh:
+        np.save(fh, arr.astype(np.float32) if arr.dtype.kind == "f" else arr)
+
+
+def _write_exr_map(path: Path, arr: np.ndarray) -> None:
+    if arr.ndim == 3:
+        _write_exr(path, {"RGB": arr[..., :3]})
+    else:
+        _write_exr(path, {"Z": arr})
+
+
+def _write_tiff(path: Path, arr: np.ndarray) -> None:
+    import tifffile
+
+    # explicit photometric: tifffile warns that (H, W, 3) float data will
+    # otherwise become 3 greyscale pages in future versions
+    rgb = arr.ndim == 3 and arr.shape[2] in (3, 4)
+    tifffile.imwrite(path, arr.astype(np.float32), photometric="rgb" if rgb else "minisblack")
+
+
+def _write_png_map(path: Path, arr: np.ndarray) -> None:
+    if arr.dtype in (np.uint8, np.uint16):
+        write_png(path, arr)
+    else:
+        write_png(path, to_uint16(arr))
 
 
 def to_uint16(arr: np.ndarray) -> np.ndarray:
@@ -286,8 +268,6 @@ def write_normal_map(path, normals: np.ndarray, force: bool = False, bits: int =
     PNG: RGB = (n_ps + 1) / 2 with ``bits`` bits, invalid pixels white; float files
     store n_ps itself (NaN where invalid).
     """
-    from .conventions import from_internal
-
     path = check_output(path, force)
     ps = from_internal(normals, "ps")
     suf = _suffix(path)
@@ -299,3 +279,91 @@ def write_normal_map(path, normals: np.ndarray, force: bool = False, bits: int =
             write_png(tmp, enc.astype(np.uint16 if bits == 16 else np.uint8))
         return path
     return write_array(path, ps.astype(np.float32), force=True)
+
+
+# ---------------------------------------------------------------- header probes
+
+def _probe_png(path: Path):
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    if len(head) == 24 and head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
+        w, h = struct.unpack(">II", head[16:24])
+        return int(h), int(w)
+    return None
+
+
+def _probe_npy(path: Path):
+    with open(path, "rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, _, _ = np.lib.format.read_array_header_1_0(fh)
+        else:
+            shape, _, _ = np.lib.format.read_array_header_2_0(fh)
+    return (int(shape[0]), int(shape[1])) if len(shape) >= 2 else None
+
+
+def _probe_tiff(path: Path):
+    import tifffile
+
+    with tifffile.TiffFile(path) as tf:
+        shape = tf.pages[0].shape
+    return (int(shape[0]), int(shape[1])) if len(shape) >= 2 else None
+
+
+def _probe_exr(path: Path):
+    import OpenEXR
+
+    lo, hi = OpenEXR.File(str(path), header_only=True).header()["dataWindow"]
+    return int(hi[1] - lo[1] + 1), int(hi[0] - lo[0] + 1)
+
+
+# ---------------------------------------------------------------- the formats
+
+@dataclass(frozen=True)
+class Format:
+    """One image file format.
+
+    Attributes
+    ----------
+    suffixes : tuple of str
+        Lower-case suffixes, with the dot.
+    read : callable
+        ``read(path) -> (array, bitdepth)``: bitdepth 8/16 for integer data, None for float.
+    probe : callable
+        ``probe(path) -> (H, W) or None``: the size from the header only (memory check).
+    write : callable
+        ``write(path, array)``: a float map (depth, weights, normals) or integer picture.
+    """
+
+    suffixes: tuple
+    read: Callable
+    probe: Callable
+    write: Callable
+
+
+FORMATS = (
+    Format((".exr",), lambda p: (_read_exr(p), None), _probe_exr, _write_exr_map),
+    Format((".png",), _read_png, _probe_png, _write_png_map),
+    Format((".npy",), _read_npy, _probe_npy, _write_npy),
+    Format((".tif", ".tiff"), _read_tiff, _probe_tiff, _write_tiff),
+)
+BY_SUFFIX = {suf: f for f in FORMATS for suf in f.suffixes}
+NORMAL_SUFFIXES = tuple(BY_SUFFIX)                     # .exr .png .npy .tif .tiff
+MASK_SUFFIXES = NORMAL_SUFFIXES
+DEPTH_SUFFIXES = NORMAL_SUFFIXES
+
+
+def probe_shape(path) -> tuple[int, int] | None:
+    """(H, W) of an image file from its header only, without reading the pixels.
+
+    Returns None for an unknown suffix or an unreadable header (the real reader then
+    reports the problem).
+    """
+    path = Path(path)
+    fmt = BY_SUFFIX.get(path.suffix.lower())
+    if fmt is None:
+        return None
+    try:
+        return fmt.probe(path)
+    except Exception:  # a corrupt header is reported by the real reader
+        return None

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .camera import Camera
-
+from ..camera import Camera
 
 @dataclass
 class Surface:

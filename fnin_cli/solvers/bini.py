@@ -1,7 +1,5 @@
-"""Classic integrators on the WLS core: smooth least squares and BiNI's IRLS.
-
-Both return the unknown z (log-depth for perspective, depth for orthographic) over the
-masked pixels, plus the per-direction weights they ended with.
+"""BiNI's bilateral weights and its iteratively reweighted least squares (written from
+SPEC's description, not from BiNI's GPL code), plus the shared :class:`IntegrationResult`.
 """
 
 from __future__ import annotations
@@ -11,8 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .wls import DIRECTIONS, NormalSystem
-
+from .system import NormalSystem
 
 def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * k * x))  # = 1 / (1 + exp(-k x)), overflow-free
@@ -42,14 +39,6 @@ class IntegrationResult:
     iterations: int = 1
     seconds: dict = field(default_factory=dict)
     history: list = field(default_factory=list)
-
-
-def integrate_wls(system: NormalSystem, lam: float = 1e-3, z_prior=None, solver: str = "amg",
-                  rtol: float = 1e-8) -> IntegrationResult:
-    """Smooth 4-direction least squares (all weights 1)."""
-    t0 = time.perf_counter()
-    z, info = system.solve(None, lam=lam, z_prior=z_prior, method=solver, rtol=rtol)
-    return IntegrationResult(z, None, 1, {"solve": time.perf_counter() - t0})
 
 
 def integrate_bini(
@@ -92,4 +81,3 @@ def integrate_bini(
         if rel < tol:
             break
     return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)
-

@@ -1,0 +1,114 @@
+"""Options of ``fnin integrate`` (one dataclass, checked before any work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..conventions import canonical
+from ..errors import FninError
+from ..model import DEFAULT_WEIGHTS
+from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
+
+
+
+class UsageError(FninError):
+    """A problem with the command line itself (exit code 2); nothing has been computed."""
+
+
+# ------------------------------------------------------------------ options & plan
+
+@dataclass
+class Options:
+    """Everything about *how* to integrate; the same for every input of a run."""
+
+    mask: str | None = None
+    K: str | None = None
+    fx: float | None = None
+    fy: float | None = None
+    cx: float | None = None
+    cy: float | None = None
+    ortho: bool = False
+    pixel_size: float | None = None
+    convention: str = "ps"
+    method: str = DEFAULT_METHOD
+    refine: int = 0
+    device: str = "auto"
+    network_side: int | None = None
+    model: str | None = None
+    mean_depth: float | None = None
+    depth_at: tuple | None = None
+    colors: bool = True
+    cut: float = 1.0
+    force: bool = False
+    debug: bool = False
+    threads: int = 1
+
+    def check(self) -> "Options":
+        """Reject inconsistent option values (UsageError) before any input is read."""
+
+        if self.method not in METHODS:
+            raise UsageError(f"unknown method '{self.method}'; use one of {', '.join(METHODS)}")
+        try:
+            self.convention = canonical(self.convention)
+        except FninError as exc:
+            raise UsageError(exc.message) from None
+        if self.device not in ("auto", "cpu", "cuda", "mps"):
+            raise UsageError(f"unknown device '{self.device}'; use auto, cpu, cuda or mps")
+        if self.refine < 0:
+            raise UsageError(f"--refine must be 0 or more, got {self.refine}")
+        if self.network_side is not None and self.network_side < 16:
+            raise UsageError(f"--network-side must be 16 or more, got {self.network_side}")
+        if self.threads < 1:
+            raise UsageError(f"--threads must be 1 or more, got {self.threads}")
+        has_f = any(v is not None for v in (self.fx, self.fy, self.cx, self.cy))
+        if has_f and self.fx is None:
+            raise UsageError("--fy/--cx/--cy need --fx (focal length in pixels)")
+        if has_f and self.K is not None:
+            raise UsageError("--K and --fx/--fy/--cx/--cy both given; use one of them")
+        if self.ortho and (self.K is not None or has_f):
+            raise UsageError("--ortho and intrinsics (--K or --fx) both given; drop one of them")
+        if self.pixel_size is not None:
+            if not (np.isfinite(self.pixel_size) and self.pixel_size > 0):
+                raise UsageError(f"--pixel-size must be a positive number, got {self.pixel_size}")
+            if self.K is not None or has_f:
+                raise UsageError("--pixel-size is for orthographic input; it does not go with --K/--fx")
+        for name in ("fx", "fy"):
+            v = getattr(self, name)
+            if v is not None and not (np.isfinite(v) and v > 0):
+                raise UsageError(f"--{name} must be a positive focal length in pixels, got {v}")
+        for name in ("cx", "cy"):
+            v = getattr(self, name)
+            if v is not None and not np.isfinite(v):
+                raise UsageError(f"--{name} must be a number, got {v}")
+        if not (np.isfinite(self.cut) and self.cut > 0):
+            raise UsageError(f"--cut must be a positive number, got {self.cut}")
+        if self.mean_depth is not None and self.depth_at is not None:
+            raise UsageError("--mean-depth and --depth-at both fix the scale; give one of them")
+        if self.mean_depth is not None and not np.isfinite(self.mean_depth):
+            raise UsageError(f"--mean-depth must be a number, got {self.mean_depth}")
+        for opt, p in (("--mask", self.mask), ("--K", self.K), ("--model", self.model)):
+            if p is not None and not Path(p).is_file():
+                what = "not found" if not Path(p).exists() else "is not a file"
+                raise UsageError(f"{opt} file {what}", p)
+        if BY_NAME[self.method].needs_network and self.model is None and not DEFAULT_WEIGHTS.is_file():
+            raise UsageError("the bundled FNIN weights are missing from this installation; pass --model PATH "
+                             "(a trained .safetensors) or use --method bini or wls", DEFAULT_WEIGHTS)
+        return self
+
+
+def parse_depth_at(text: str) -> tuple[int, int, float]:
+    """'ROW,COL,DEPTH' -> (row, col, depth)."""
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        row, col, depth = int(parts[0]), int(parts[1]), float(parts[2])
+    except ValueError:
+        raise UsageError(f"--depth-at wants ROW,COL,DEPTH (e.g. 120,200,1.5), got '{text}'") from None
+    if not np.isfinite(depth):
+        raise UsageError(f"--depth-at depth must be a number, got '{parts[2]}'")
+    return row, col, depth

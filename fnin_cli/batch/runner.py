@@ -1,0 +1,360 @@
+"""`fnin integrate` as a Python API: plan outputs, check them, integrate, write, report.
+
+The CLI is a thin layer over three steps::
+
+    from fnin_cli.batch.options import Options
+    from fnin_cli.batch.plan import expand_inputs, plan_jobs
+    from fnin_cli.batch.runner import run_jobs
+    opts = Options(method="wls")
+    jobs = plan_jobs(expand_inputs(["scans/*/normal_map.png"]), out_dir="out", fmt="ply")
+    records = run_jobs(jobs, opts, workers=2)   # one dict per input, in input order
+
+``plan_jobs`` resolves and validates every output path before anything is computed
+(folder exists and is writable, no clobbering without ``force``, no two inputs writing
+the same file, no output over an input) and raises :class:`UsageError` otherwise.
+``run_jobs`` integrates each input in turn (or in ``workers`` processes), never lets one
+failure stop the others, and returns a JSON-ready record per input. All writers are
+atomic, so an interrupted or failed run leaves no partial file and never touches an
+existing one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from .. import io
+from ..camera import Camera
+from ..errors import FninError
+from ..io.formats import probe_shape
+from ..io.layout import find_in_folder
+from ..mesh import build_mesh
+from ..pipeline import integrate, load_input
+from ..resources import PeakMemory, limit_threads
+from ..solvers.registry import BY_NAME
+from .memory import check_memory
+from .options import Options
+from .plan import Job
+from .write import write_outputs
+
+# ------------------------------------------------------------------ worker state
+
+_STATE = {"model": None, "in_pool": False, "busy": False, "interrupted": False}
+
+
+def _sigint(signum, frame):
+    # In pool workers: interrupt a running input (its atomic writes clean up), but let an
+    # idle worker wait quietly for the pool to shut down instead of dying with a traceback.
+    _STATE["interrupted"] = True
+    if _STATE["busy"]:
+        raise KeyboardInterrupt
+
+
+def _warm_up() -> None:
+    """Import everything an input may need, once, before the first input.
+
+    Besides fairer per-input timings, this keeps Ctrl-C out of imports: trimesh wraps
+    failed optional imports (KeyboardInterrupt included) in placeholders, which then
+    broke the rest of that process with a TypeError instead of stopping it.
+    """
+    import io as _bytes_io
+
+    try:
+        import pyamg  # noqa: F401
+        import scipy.sparse.linalg  # noqa: F401
+
+
+        depth = np.ones((3, 3))
+        mesh = build_mesh(depth, Camera(None, 1.0), depth > 0)
+        mesh.export(file_obj=_bytes_io.BytesIO(), file_type="ply", encoding="binary")
+    except Exception:  # a missing optional piece shows up per input, with its message
+        pass
+
+
+def quiet_library_loggers() -> None:
+    """Readers report through FninError; keep libraries' own log lines (tifffile warns
+    twice about every corrupt TIFF) off stderr so each failure stays one line."""
+    import logging
+
+    for name in ("tifffile", "PIL", "imageio", "trimesh", "pyamg"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def init_worker(options: Options, in_pool: bool = False):
+    """Per-process setup: fixed thread counts (results do not depend on --jobs) and the
+    FNIN network loaded once. Safe when the network or its weights are unavailable:
+    the error then surfaces per input, with its file name. Returns a callable that
+    restores the thread settings (for in-process use through the API).
+
+    The counts are set at run time (fnin_cli.resources, which says why a fixed, small
+    count matters): the environment variables only work before numpy is imported (the
+    CLI sets them), this covers API use and the BLAS libraries loaded since."""
+    _STATE["in_pool"] = in_pool
+    _STATE["interrupted"] = False
+    if in_pool:
+        signal.signal(signal.SIGINT, _sigint)
+    fnin = BY_NAME[options.method].needs_network
+    threads = limit_threads(options.threads, torch=fnin, env=False)
+    quiet_library_loggers()
+    _warm_up()
+    threads.apply()  # also the BLAS of scipy/pyamg, loaded by the warm-up
+    if fnin:
+        _STATE["model"] = load_model_safely(options)
+
+    def restore():
+        threads.restore()
+        _STATE["model"] = None
+
+    return restore
+
+
+def load_model_safely(options: Options):
+    try:
+        from ..model.weights import load_model
+    except Exception:
+        return None
+    try:
+        return load_model(options.model, device=options.device)
+    except Exception:
+        return None
+
+
+# ------------------------------------------------------------------ one input
+
+def new_record(job: Job, options: Options) -> dict:
+    return {
+        "input": job.input, "name": job.name, "status": "failed", "error": None,
+        "outputs": {}, "method": options.method, "refine": options.refine,
+        "camera": None, "shape": None, "pixels": None, "seconds": {},
+        "scale_note": None, "warnings": [], "peak_rss_mb": None,
+    }
+
+
+def process(job: Job, options: Options, workers: int = 1) -> dict:
+    """Integrate one input and write its outputs; never raises (except KeyboardInterrupt
+    outside pool workers). Returns the JSON-ready record."""
+    rec = new_record(job, options)
+    if job.skip:
+        rec.update(status="skipped", outputs={k: str(p) for k, p in job.outputs.items()})
+        return rec
+    if _STATE["interrupted"]:  # Ctrl-C reached this worker: start nothing new
+        rec.update(status="interrupted", error=f"{job.input}: interrupted")
+        return rec
+    # peak memory per input: the kernel's high-water mark is reset here (no gc first, which
+    # takes ~0.1 s with torch loaded)
+    memory = PeakMemory(release=False).start()
+    before = {k: _file_id(p) for k, p in job.outputs.items()}
+    _STATE["busy"] = True
+    t0 = time.perf_counter()
+    try:
+        _integrate_and_write(job, options, rec, workers)
+        rec["status"] = "ok"
+    except KeyboardInterrupt:
+        if not _STATE["in_pool"]:
+            raise
+        # list the outputs that were renamed into place (complete) before the interrupt,
+        # even if it struck between the rename and the bookkeeping
+        for k, p in job.outputs.items():
+            now = _file_id(p)
+            if now is not None and now != before[k]:
+                rec["outputs"][k] = str(p)
+        rec.update(status="interrupted", error=f"{job.input}: interrupted")
+    except FninError as exc:
+        where = exc.path or job.input
+        msg = exc.message
+        if exc.path and os.path.realpath(exc.path) != os.path.realpath(job.input) and not msg.endswith(")"):
+            msg = f"{msg} (input {job.input})"
+        rec["error"] = f"{where}: {msg}"
+        if options.debug:
+            rec["traceback"] = traceback.format_exc()
+    except MemoryError:
+        rec["error"] = f"{job.input}: ran out of memory; crop or downsample the map, or use fewer --jobs"
+    except Exception as exc:  # a bug or an unforeseen input: one line, the rest of the batch goes on
+        if _STATE["interrupted"]:  # a library swallowed the interrupt and failed later
+            rec.update(status="interrupted", error=f"{job.input}: interrupted")
+            return rec
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        rec["error"] = (f"{job.input}: internal error ({type(exc).__name__}: {first}); "
+                        "run with --debug for the traceback and please report it")
+        rec["traceback"] = traceback.format_exc()
+    finally:
+        _STATE["busy"] = False
+        rec["seconds"]["total"] = round(time.perf_counter() - t0, 4)
+        memory.stop()
+        rec["peak_rss_mb"] = None if memory.peak_mb is None else round(memory.peak_mb, 1)
+    return rec
+
+
+def _file_id(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _make_K(options: Options, shape) -> np.ndarray:
+    h, w = shape
+    fx = float(options.fx)
+    fy = float(options.fy) if options.fy is not None else fx
+    cx = float(options.cx) if options.cx is not None else (w - 1) / 2
+    cy = float(options.cy) if options.cy is not None else (h - 1) / 2
+    return np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+
+
+def _normals_file(inp: str) -> Path:
+    p = Path(inp)
+    return find_in_folder(p)[0] if p.is_dir() else p
+
+
+def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int) -> None:
+    secs = rec["seconds"]
+    t = time.perf_counter()
+    npath = _normals_file(job.input)
+    if not npath.exists():
+        raise FninError("file not found", npath)
+    shape = probe_shape(npath)
+    mesh_out = "mesh" in job.outputs
+    if shape is not None:
+        io.check_size(shape, npath)
+        check_memory(shape, options.method, npath, mesh_out, workers)
+    K = options.K
+    if options.fx is not None:
+        if shape is None:  # no cheap header: read it (the loader reads it again; rare)
+            shape = io.read_array(npath)[0].shape[:2]
+        K = _make_K(options, shape)
+    inp = load_input(job.input, mask=options.mask, K=K, ortho=options.ortho,
+                     pixel_size=options.pixel_size, convention=options.convention)
+    if options.fx is not None:
+        inp.source = str(npath)
+    rec["shape"] = list(inp.shape)
+    rec["camera"] = "perspective" if inp.camera.perspective else "orthographic"
+    rec["pixels"] = int(inp.mask.sum())
+    if shape is None:  # header was not probed: check with the real size now
+        check_memory(inp.shape, options.method, npath, mesh_out, workers, rec["pixels"])
+    if options.depth_at is not None:
+        r, c, d = options.depth_at
+        h, w = inp.shape
+        if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
+            raise FninError(f"--depth-at pixel (row {r}, col {c}) is not inside the mask of this "
+                            f"{w}x{h} map; pick a pixel on the object", npath)
+        if inp.camera.perspective and not d > 0:
+            raise FninError(f"--depth-at depth must be positive for a perspective camera, got {d:g}", npath)
+    if options.mean_depth is not None and inp.camera.perspective and not options.mean_depth > 0:
+        raise FninError(f"--mean-depth must be positive for a perspective camera, got {options.mean_depth:g}",
+                        npath)
+    secs["load"] = round(time.perf_counter() - t, 4)
+
+    res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
+                    mean_depth=options.mean_depth, depth_at=options.depth_at, model=_STATE["model"],
+                    network_side=options.network_side)
+    for k, v in res.seconds.items():
+        if k != "total":
+            secs[k] = round(float(v), 4)
+    secs["integrate"] = round(float(res.seconds.get("total", 0.0)), 4)
+    rec["scale_note"] = res.scale_note
+    rec["warnings"] = list(res.warnings)
+    rec["pixels"] = res.pixels
+
+    t = time.perf_counter()
+    write_outputs(job.outputs, inp, res, options, rec)
+    secs["write"] = round(time.perf_counter() - t, 4)
+
+
+# ------------------------------------------------------------------ many inputs
+
+def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None, on_start=None) -> list[dict]:
+    """Process every job; ``on_record(index, record)`` is called in input order as soon
+    as each record (and all before it) is ready. KeyboardInterrupt propagates after the
+    pool is shut down cleanly (the records done so far were already reported)."""
+    records: list = [None] * len(jobs)
+    next_out = [0]
+
+    def deliver(i, rec):
+        records[i] = rec
+        while next_out[0] < len(jobs) and records[next_out[0]] is not None:
+            if on_record is not None:
+                on_record(next_out[0], records[next_out[0]])
+            next_out[0] += 1
+
+    todo = [i for i, j in enumerate(jobs) if not j.skip]
+    for i, j in enumerate(jobs):
+        if j.skip:
+            deliver(i, process(j, options))
+    workers = max(1, min(int(workers), len(todo))) if todo else 1
+    if workers == 1:
+        restore = init_worker(options, in_pool=False) if todo else (lambda: None)
+        try:
+            for i in todo:
+                if on_start is not None:
+                    on_start(i)
+                deliver(i, process(jobs[i], options))
+        finally:
+            restore()
+        return records
+
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    from collections import deque
+
+    def new_pool():
+        # spawn: fresh interpreters, no inherited thread pools (fork after torch/OpenMP can hang)
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                      initializer=init_worker, initargs=(options, True))
+
+    # the workers' environment (BLAS and torch counts are set again in init_worker);
+    # restored when the pool is gone
+    with limit_threads(options.threads, torch=False, blas=False):
+        pool = new_pool()
+        queue = deque(todo)
+        pending = {}  # at most `workers` submitted at a time, so Ctrl-C has nothing queued to drain
+        try:
+            while queue or pending:
+                while queue and len(pending) < workers:
+                    i = queue.popleft()
+                    pending[pool.submit(process, jobs[i], options, workers)] = i
+                done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                broken = False
+                for fut in sorted(done, key=pending.get):
+                    i = pending.pop(fut)
+                    try:
+                        rec = fut.result()
+                    except Exception as exc:  # the worker died (killed, out of memory): report, go on
+                        broken |= isinstance(exc, cf.process.BrokenProcessPool)
+                        rec = new_record(jobs[i], options)
+                        rec["error"] = (f"{jobs[i].input}: the worker process died ({type(exc).__name__}); "
+                                        "out of memory? try fewer --jobs")
+                    deliver(i, rec)
+                if broken:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    pool = new_pool()
+        except KeyboardInterrupt:
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                try:  # workers in our process group got the signal too; harmless if twice
+                    os.kill(proc.pid, signal.SIGINT)
+                except (OSError, AttributeError):
+                    pass
+            pool.shutdown(wait=True, cancel_futures=True)
+            # report what finished (complete files) or stopped, in input order, skipping the
+            # gaps of inputs never started
+            for fut, i in pending.items():
+                if records[i] is None and fut.done() and not fut.cancelled() and fut.exception() is None:
+                    records[i] = fut.result()
+            for i in range(next_out[0], len(jobs)):
+                if records[i] is not None and on_record is not None:
+                    on_record(i, records[i])
+            raise
+        pool.shutdown(wait=True)
+    return records
+
+
+def record_json(rec: dict) -> dict:
+    """The record as printed by --json (no traceback; stable key order)."""
+    keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
+            "seconds", "scale_note", "warnings", "peak_rss_mb")
+    return {k: rec.get(k) for k in keys}

@@ -1,0 +1,34 @@
+"""Writing one input's outputs: mesh, depth map, weights map, preview.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .. import io
+from ..mesh import build_mesh, write_mesh
+from .options import Options
+from .preview import preview_image
+
+def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = None) -> dict:
+    """Write the mesh / depth / weights / preview of one result (each atomically)."""
+    written = rec["outputs"] if rec is not None else {}
+    for kind, path in outputs.items():
+        if kind == "mesh":
+            t = time.perf_counter()
+            mesh = build_mesh(res.depth, res.camera, res.mask, normals=inp.normals, colors=options.colors,
+                              cut=options.cut)
+            if rec is not None:
+                rec["seconds"]["mesh"] = round(time.perf_counter() - t, 4)
+            write_mesh(path, mesh, force=options.force)
+        elif kind == "depth":
+            io.write_array(path, res.depth, force=options.force)
+        elif kind == "weights":
+            io.write_array(path, res.discontinuity, force=options.force)
+        elif kind == "preview":
+            path = io.check_output(path, options.force)
+            img = preview_image(inp.normals, res.depth, res.discontinuity, res.camera, res.mask)
+            with io.atomic_path(path) as tmp:
+                io.write_png(tmp, img)
+        written[kind] = str(path)
+    return written

@@ -1,0 +1,87 @@
+"""`fnin bench`: parse, run the benchmark, print and write the reports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..bench.cases import resolve_cases
+from ..bench.report import rich_table, write_csv, write_json
+from ..bench.runner import failed_runs, run_bench
+from ..errors import FninError
+from .app import _die, _stderr_console, app
+
+@app.command(no_args_is_help=True)
+def bench(
+    source: str = typer.Argument(..., metavar="diligent|synthetic|DIR",
+                                 help="diligent, synthetic, or a folder of cases with depth_gt.npz"),
+    data: Optional[Path] = typer.Option(None, "--data", help="DiLiGenT folder (default: $FNIN_DILIGENT, "
+                                        "else ~/.cache/fnin/diligent)"),
+    methods: str = typer.Option("fnin,fnin-s,bini,wls", "--methods", help="comma-separated methods"),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="write the full report as JSON"),
+    csv_path: Optional[Path] = typer.Option(None, "--csv", help="write one row per case and method"),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="depth, error maps, summary.png"),
+    mesh: bool = typer.Option(False, "--mesh", help="also write a mesh per case and method (with --out-dir)"),
+    threads: int = typer.Option(1, "--threads", help="torch and BLAS threads, the same for every method"),
+    refine: int = typer.Option(0, "--refine", help="BiNI rounds after each method"),
+    device: str = typer.Option("auto", "--device", help="network device: auto, cpu, cuda, mps"),
+    pixel_size: Optional[float] = typer.Option(None, "--pixel-size", help="orthographic cases without "
+                                               "pixel_size.txt"),
+    convention: str = typer.Option("ps", "--convention", help="normal-map file convention of folder cases"),
+    isolate: bool = typer.Option(False, "--isolate", help="each case and method in a fresh subprocess"),
+    warmup: bool = typer.Option(True, "--warmup/--no-warmup", help="untimed warm-up run per method"),
+    model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights for the network methods "
+                                         "(default: the bundled ones)"),
+):
+    """Accuracy (MADE after median scale/offset) and speed of the methods on data with ground truth."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+    wanted = [m.strip() for m in methods.split(",") if m.strip()]
+    if mesh and out_dir is None:
+        _die("--mesh needs --out-dir")
+    for p in (json_path, csv_path):
+        if p is not None and not p.parent.is_dir():
+            _die(f"{p.parent}: output folder does not exist; create it first")
+    try:
+        dataset, cases = resolve_cases(source, data=data, pixel_size=pixel_size, convention=convention)
+        if model is not None:
+            from ..model.weights import load_model
+
+            load_model(model, "cpu")   # a missing or broken file stops here, before the progress bar
+    except FninError as exc:
+        _die(str(exc))
+    console = _stderr_console()
+    with Progress(TextColumn("[bold]bench"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console) as prog:
+        task = prog.add_task("bench", total=len(cases) * len(wanted), info="warm-up")
+
+        def cb(done, total, case, method):
+            prog.update(task, completed=done, info="" if case is None else f"{case} {method}")
+
+        try:
+            report = run_bench(cases, wanted, threads=threads, warmup=warmup, out_dir=out_dir, mesh=mesh,
+                               progress=cb, refine=refine, device=device, isolate=isolate, dataset=dataset,
+                               model_path=model)
+        except FninError as exc:
+            _die(str(exc))
+    console.print(rich_table(report))
+    failed = failed_runs(report)
+    for method, error, failed_cases in failed:
+        which = failed_cases[0] if len(failed_cases) == 1 else f"{len(failed_cases)} cases ({', '.join(failed_cases)})"
+        typer.echo(f"error: {method} failed on {which}: {error}", err=True)
+    warnings = list(report.get("warnings", []))
+    for per in report["cases"].values():
+        warnings += [w for r in per.values() for w in r.get("warnings", []) if w not in warnings]
+    for warning in warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if json_path is not None:
+        write_json(json_path, report)
+    if csv_path is not None:
+        write_csv(csv_path, report)
+    if out_dir is not None:
+        typer.echo(f"outputs in {out_dir}", err=True)
+    raise typer.Exit(1 if failed else 0)

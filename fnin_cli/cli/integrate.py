@@ -1,0 +1,214 @@
+"""`fnin integrate`: parse, plan, run, print.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..batch.options import Options, UsageError, parse_depth_at
+from ..batch.plan import expand_inputs, plan_jobs
+from ..batch.runner import record_json, run_jobs
+from ..errors import FninError
+from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
+from .app import _die, _stderr_console, app
+
+_INTEGRATE_HELP = """Integrate normal maps into meshes and depth maps.
+
+INPUT is a normal-map file (.exr .png .npy .tif .tiff), a folder in the DiLiGenT/BiNI
+layout (normal_map.png, optional mask.png and K.txt) or a glob pattern (quote it to let
+fnin expand it). Files named normal_map.* take their folder's name for outputs.
+
+\b
+Outputs (all written atomically; an existing file needs --force):
+  -o FILE          one input: a mesh (.ply .obj) or a depth map (.exr .npy .png .tif)
+  --out-dir DIR    any number of inputs: DIR/<name>.<format> (--format, default ply)
+  --depth/--weights/--preview  extra files: a path (one input), a suffix such as
+                   '.exr' (-> <name>_depth.exr beside the main output) or a template
+                   such as '{stem}_d.npy'.
+  With no output option at all, <name>.ply is written to the current folder.
+
+\b
+Exit codes: 0 every input done, 1 some input failed (the others are written),
+2 usage error (nothing computed), 130 interrupted. --json prints one JSON object
+per input on stdout; messages, progress and the summary go to stderr.
+"""
+
+
+@app.command("integrate", help=_INTEGRATE_HELP, no_args_is_help=True)
+def integrate_cmd(
+    inputs: list[str] = typer.Argument(..., metavar="INPUT...", show_default=False,
+                                       help="normal-map files, DiLiGenT-layout folders or glob patterns"),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="output file for one input (.ply .obj mesh, "
+                                       ".exr .npy .png .tif depth)"),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="folder for the outputs of several inputs"),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="main output type with --out-dir: "
+                                      "ply (default), obj, exr, npy, png, tif"),
+    mask: Optional[Path] = typer.Option(None, "--mask", help="mask image (white = object); overrides a folder's"),
+    K: Optional[Path] = typer.Option(None, "--K", help="3x3 intrinsics text file (perspective); overrides a folder's"),
+    fx: Optional[float] = typer.Option(None, "--fx", help="focal length in pixels (instead of --K)"),
+    fy: Optional[float] = typer.Option(None, "--fy", help="vertical focal length (default --fx)"),
+    cx: Optional[float] = typer.Option(None, "--cx", help="principal point column (default image centre)"),
+    cy: Optional[float] = typer.Option(None, "--cy", help="principal point row (default image centre)"),
+    ortho: bool = typer.Option(False, "--ortho", help="orthographic camera (ignore a folder's K.txt)"),
+    pixel_size: Optional[float] = typer.Option(None, "--pixel-size",
+                                               help="orthographic: size of one pixel (default 1)"),
+    convention: str = typer.Option("ps", "--convention", help="normal-map file convention: ps (x right, y up, "
+                                   "z to viewer; DiLiGenT), opencv, directx (aliases opengl, green-up, green-down)"),
+    method: str = typer.Option(DEFAULT_METHOD, "--method", "-m", help=method_help()),
+    refine: int = typer.Option(0, "--refine", help="extra BiNI rounds started from the method's result"),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
+    network_side: Optional[int] = typer.Option(None, "--network-side", help="fnin: finest network scale, short "
+                                               "side in pixels (default 64; larger is slower, see README)"),
+    model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights (.safetensors); default: bundled"),
+    depth: Optional[str] = typer.Option(None, "--depth", help="also write the depth map (float32, NaN outside)"),
+    weights: Optional[str] = typer.Option(None, "--weights", help="also write the discontinuity map (0..1)"),
+    preview: Optional[str] = typer.Option(None, "--preview", help="also write a PNG: normals | shaded | depth"),
+    mean_depth: Optional[float] = typer.Option(None, "--mean-depth", help="scale (perspective) or offset "
+                                               "(orthographic) so that the masked mean depth is this"),
+    depth_at: Optional[str] = typer.Option(None, "--depth-at", metavar="ROW,COL,DEPTH",
+                                           help="fix the scale/offset by one known pixel depth instead"),
+    colors: bool = typer.Option(True, "--colors/--no-colors", help="mesh vertex colours from the normals"),
+    cut: float = typer.Option(1.0, "--cut", help="mesh: drop triangles across depth jumps whose residual "
+                              "exceeds this (normal units; larger keeps more)"),
+    force: bool = typer.Option(False, "--force", help="overwrite existing outputs"),
+    skip_existing: bool = typer.Option(False, "--skip-existing", help="skip inputs whose outputs all exist "
+                                       "(resume a batch)"),
+    json_out: bool = typer.Option(False, "--json", help="one JSON object per input on stdout"),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="parallel worker processes (outputs identical to --jobs 1)"),
+    threads: int = typer.Option(1, "--threads", help="compute threads per worker (results depend only on this)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="only errors and warnings on stderr"),
+    debug: bool = typer.Option(False, "--debug", help="print tracebacks of failures"),
+):
+    if jobs < 1:
+        _die(f"--jobs must be 1 or more, got {jobs}")
+    try:
+        opts = Options(
+            mask=None if mask is None else str(mask), K=None if K is None else str(K), fx=fx, fy=fy, cx=cx, cy=cy,
+            ortho=ortho, pixel_size=pixel_size, convention=convention, method=method.lower(), refine=refine,
+            device=device.lower(), network_side=network_side, model=None if model is None else str(model),
+            mean_depth=mean_depth,
+            depth_at=None if depth_at is None else parse_depth_at(depth_at), colors=colors, cut=cut, force=force,
+            debug=debug, threads=threads,
+        ).check()
+    except UsageError as exc:
+        _die(str(exc))
+    try:
+        code = _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing,
+                              json_out, jobs, quiet)
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # a bug outside the per-input guard: still one line unless --debug
+        if debug:
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        _die(f"internal error ({type(exc).__name__}: {first}); run with --debug for the traceback", 1)
+    raise typer.Exit(code)
+
+
+def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing, json_out, jobs,
+                   quiet) -> int:
+    import time
+
+
+    console = _stderr_console()
+    try:
+        paths = expand_inputs(inputs)
+        plan = plan_jobs(paths, out=out, out_dir=out_dir, fmt=fmt, depth=depth, weights=weights, preview=preview,
+                         force=opts.force, skip_existing=skip_existing, options=opts)
+    except FninError as exc:
+        _die(str(exc))
+
+    if opts.device in ("cuda", "mps") and BY_NAME[opts.method].needs_network:
+        try:
+            from ..model.weights import resolve_device
+
+            resolve_device(opts.device)
+        except FninError as exc:
+            _die(str(exc))
+        except ImportError:
+            pass
+
+    many = len(plan) > 1
+    progress = None
+    if many and not quiet and console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        progress = Progress(TextColumn("[bold]integrate"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console,
+                            transient=True)
+        task = progress.add_task("integrate", total=len(plan), info="")
+        progress.start()
+
+    def on_start(i):
+        if progress is not None:
+            progress.update(task, info=plan[i].name)
+
+    def on_record(i, rec):
+        if json_out:
+            sys.stdout.write(json.dumps(record_json(rec)) + "\n")
+            sys.stdout.flush()
+        out_console = progress.console if progress is not None else console
+        for w in rec["warnings"]:
+            out_console.print(f"warning: {rec['input']}: {w}", markup=False, highlight=False, soft_wrap=True)
+        if rec["status"] == "failed":
+            out_console.print(f"error: {rec['error']}", markup=False, highlight=False, soft_wrap=True)
+            if opts.debug and rec.get("traceback"):
+                out_console.print(rec["traceback"], markup=False, highlight=False, soft_wrap=True)
+        elif not quiet:
+            files = ", ".join(rec["outputs"].values())
+            if rec["status"] == "skipped":
+                out_console.print(f"skipped {rec['input']}: outputs exist ({files})", markup=False, soft_wrap=True,
+                                  highlight=False)
+            elif rec["status"] == "ok":
+                px = rec["pixels"] or 0
+                out_console.print(f"ok {rec['input']} -> {files} ({rec['seconds'].get('total', 0):.2f} s, "
+                                  f"{px:,} px; {rec['scale_note']})", markup=False, highlight=False, soft_wrap=True)
+        if progress is not None:
+            progress.update(task, advance=1)
+
+    t0 = time.perf_counter()
+    try:
+        records = run_jobs(plan, opts, workers=jobs, on_record=on_record, on_start=on_start)
+    except KeyboardInterrupt:
+        if progress is not None:
+            progress.stop()
+        console.print("interrupted: finished outputs are complete, nothing partial was left", markup=False,
+                      soft_wrap=True, highlight=False)
+        return 130
+    finally:
+        if progress is not None:
+            progress.stop()
+    wall = time.perf_counter() - t0
+    if any(r["status"] == "interrupted" for r in records):
+        return 130
+    failed = sum(r["status"] == "failed" for r in records)
+    if many and not quiet:
+        _print_summary(console, records, wall, jobs)
+    return 1 if failed else 0
+
+
+def _print_summary(console, records, wall, jobs):
+    from rich.table import Table
+    from rich.text import Text
+
+    ok = sum(r["status"] == "ok" for r in records)
+    skipped = sum(r["status"] == "skipped" for r in records)
+    failed = len(records) - ok - skipped
+    table = Table(title=f"{ok} ok, {failed} failed" + (f", {skipped} skipped" if skipped else "")
+                  + f" in {wall:.1f} s (--jobs {jobs})", title_justify="left")
+    table.add_column("input", overflow="fold")
+    table.add_column("status")
+    table.add_column("seconds", justify="right")
+    table.add_column("output / error", overflow="fold")
+    for r in records:
+        status = {"ok": "[green]ok[/]", "failed": "[red]failed[/]"}.get(r["status"], r["status"])
+        detail = ", ".join(r["outputs"].values()) if r["status"] != "failed" else r["error"]
+        secs = r["seconds"].get("total")
+        table.add_row(Text(r["input"]), Text.from_markup(status),
+                      "" if secs is None or r["status"] == "skipped" else f"{secs:.2f}", Text(detail or ""))
+    console.print(table)

@@ -1,0 +1,32 @@
+"""Folder layouts: the DiLiGenT/BiNI case folder (normal map, optional mask and K.txt).
+
+The one place for the file names fnin looks for inside an input folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import FninError
+
+FOLDER_NORMALS = ("normal_map.png", "normal_map.exr", "normal_map.npy", "normal_map.tiff", "normal_map.tif",
+                  "normal.png", "normal.exr", "normal.npy")
+FOLDER_MASKS = ("mask.png", "mask.npy", "mask.exr")
+FOLDER_K = "K.txt"
+FOLDER_FILES = FOLDER_NORMALS + FOLDER_MASKS + (FOLDER_K,)   # everything a folder input may read
+
+
+def find_in_folder(folder: Path):
+    """The (normal map, mask or None, K.txt or None) paths of a case folder.
+
+    Raises
+    ------
+    FninError
+        If the folder holds none of ``FOLDER_NORMALS``.
+    """
+    normals = next((folder / n for n in FOLDER_NORMALS if (folder / n).exists()), None)
+    if normals is None:
+        raise FninError(f"folder has no {' / '.join(FOLDER_NORMALS[:3])}", folder)
+    mask = next((folder / n for n in FOLDER_MASKS if (folder / n).exists()), None)
+    K = folder / FOLDER_K if (folder / FOLDER_K).exists() else None
+    return normals, mask, K

@@ -1,0 +1,72 @@
+"""Building the model a training stage starts from: fresh (Stage I) or on trained weights (edges).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..model.config import NetConfig, net_config
+from ..model.fnin_net import FNINet
+from .config import TrainConfig
+
+def read_weights(path) -> tuple:
+    """(NetConfig, state) of a weights file; ValueError if ``path`` is not a safetensors
+    file with a network config."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            net = json.loads((fh.metadata() or {}).get("net", "{}"))
+        return net_config(net), load_file(str(path))
+    except Exception as exc:
+        raise ValueError(f"{path}: cannot read FNIN weights ({str(exc).splitlines()[0][:80]})") from None
+
+
+def read_base(path) -> tuple:
+    """(NetConfig without edge net, Stage I state) of trained weights (any edge net in
+    them is dropped: the edges stage trains its own); ValueError as read_weights."""
+    from dataclasses import replace
+
+    cfg, state = read_weights(path)
+    cfg = replace(cfg, edge_width=0, edge_dilations=NetConfig.edge_dilations)
+    return cfg, {k: v for k, v in state.items() if not k.startswith("edges.")}
+
+
+def build_model(cfg: TrainConfig) -> FNINet:
+    """A fresh model for ``cfg``. The edges stage takes Stage I from ``cfg.base`` and
+    freezes it (its config replaces ``cfg.net`` except the edge-net fields)."""
+    from dataclasses import replace
+
+    if cfg.stage == "network":
+        return FNINet(cfg.net)
+    if cfg.stage != "edges":
+        raise ValueError(f"unknown stage '{cfg.stage}' (network or edges)")
+    if cfg.edge_objective not in ("bce", "solve"):
+        raise ValueError(f"unknown edge_objective '{cfg.edge_objective}' (bce or solve)")
+    base_net, state = read_base(cfg.base)
+    cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
+    model = FNINet(cfg.net)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or any(not k.startswith("edges.") for k in missing):
+        raise ValueError(f"{cfg.base}: not Stage I weights of this network")
+    if cfg.init_edges:
+        try:
+            start = _sub_state(cfg.init_edges, "edges.")
+            model.edges.load_state_dict(start)
+        except Exception as exc:
+            raise ValueError(f"{cfg.init_edges}: no edge net of this shape to start from "
+                             f"({str(exc).splitlines()[0][:80]})") from None
+    _train_only(model, "edges.")
+    return model
+
+
+def _sub_state(path, prefix: str) -> dict:
+    from safetensors.torch import load_file
+
+    return {k[len(prefix):]: v for k, v in load_file(str(path)).items() if k.startswith(prefix)}
+
+
+def _train_only(model, prefix):
+    for name, p in model.named_parameters():
+        p.requires_grad_(name.startswith(prefix))

@@ -1,0 +1,126 @@
+"""The model card: Markdown from the JSON card written with the weights.
+"""
+
+from __future__ import annotations
+
+from .config import VAL_SEED0
+
+def model_card_markdown(card: dict) -> str:
+    """Human-readable model card from the JSON card written by :func:`export`."""
+    cfg = card["train_config"]
+    if cfg.get("stage", "network") == "edges":
+        return _edges_card_markdown(card)
+    val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
+    return f"""# FNIN Stage I weights — model card
+
+- **Weights**: `{card['weights']}` (safetensors, {card['parameters']:,} parameters,
+  sha256 `{card['sha256']}`); loaded with `safetensors` (no pickle).
+- **Produced by**: `{card['command']}` at commit `{card['commit']}`{_resumed(card)}, seed {cfg['seed']},
+  {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
+- **Data**: {card['data']}. Training resolution {cfg['res']}x{cfg['res']} (pyramid down to
+  {card['net']['min_side']}), batch {cfg['batch']}; perspective cameras from f = 0.8 W to 7 W
+  and 20% orthographic; normal noise, outliers and zeroed patches on the input.
+- **Network**: initial + iterative FNO (width {card['net']['width']}, {card['net']['layers']}
+  Fourier layers, {card['net']['modes']} modes, Tucker rank fraction {card['net']['tucker']}),
+  attention CNN (width {card['net']['att_width']}).
+- **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
+  {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']};
+  detail-weighted loss with gamma {cfg['gamma']}, summed over scales.
+- **Selection**: the checkpoint with the lowest validation error on {cfg['val_scenes']} fixed
+  synthetic scenes (seeds from {VAL_SEED0}, never trained on): step {card['selected_step']},
+  relative Stage I error {card['val_rel_error']:.4f} (mean |z - z_gt| / mean |z_gt - mean|
+  after removing means; a constant depth scores 1.0). DiLiGenT was not used for training or
+  selection.
+- **First losses** (for the determinism test): {', '.join(f'{x:.6f}' for x in card['first_losses'])}.
+- **Loss curve**: `fnin_curve.png`.
+
+| step | validation rel. error |
+|---|---|
+{val}
+"""
+
+
+def _resumed(card: dict) -> str:
+    """The invocations that resumed the run, for the model card ('' for a run in one go)."""
+    commits = card.get("resumed_commits") or []
+    note = f" ({card['provenance_note']})" if card.get("provenance_note") else ""
+    return "".join(f", resumed by `{c}`" + (f" at commit `{commits[i]}`" if i < len(commits) else "")
+                   for i, c in enumerate(card.get("resumed_with") or [])) + note
+
+
+def _init(cfg: dict) -> str:
+    if not cfg.get("init_edges"):
+        return "; edge net fresh"
+    return f"; edge net fine-tuned from `{cfg['init_edges']}`"
+
+
+def _demote(markdown: str) -> str:
+    """Every heading one level down (a nested card)."""
+    return "\n".join("#" + ln if ln.startswith("#") else ln for ln in markdown.splitlines())
+
+
+def _selection(card: dict, solves: str) -> str:
+    """The selection, first losses and validation table of an edges card."""
+    cfg = card["train_config"]
+    val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
+    return f"""- **Selection**: the checkpoint with the lowest end-to-end relative error of `fnin` ({solves})
+  on {cfg['val_scenes']} fixed synthetic scenes at {cfg['val_res']}x{cfg['val_res']}
+  (seeds from {VAL_SEED0}, never trained on): step {card['selected_step']}, {card['val_rel_error']:.4f}.
+  DiLiGenT was not used for training or selection.
+- **First losses** (for the determinism test): {', '.join(f'{x:.6f}' for x in card['first_losses'])}.
+- **Loss curve**: `fnin_curve.png`.
+
+| step | validation end-to-end rel. error |
+|---|---|
+{val}"""
+
+
+def _objective(cfg: dict) -> str:
+    if cfg.get("edge_objective", "bce") == "solve":
+        anchor = (f", plus {cfg['solve_bce']} x the cross-entropy to BiNI's weights of the true unknown"
+                  if cfg.get("solve_bce") else "")
+        return ("the relative error of Stage II's solution with these weights (sharpened as at "
+                f"inference), differentiated through the solve (`train.solve_loss`){anchor}")
+    return (f"BiNI's weights of the *true* unknown (k = 2) as targets, binary cross-entropy "
+            f"weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
+
+
+def _edges_card_markdown(card: dict) -> str:
+    cfg = card["train_config"]
+    net = card["net"]
+    base = card["base"]
+    stage1 = ""
+    if base.get("card") and base["card"]["train_config"].get("stage") == "edges":
+        # fine-tuned: the whole card of the model it started from, one heading level down
+        inner = _demote(_edges_card_markdown(base["card"]))
+        stage1 = inner.replace("## FNIN weights — model card", "## The model this one was fine-tuned from "
+                               "(its Stage I kept, its edge net the starting point)", 1)
+    elif base.get("card"):
+        stage1 = model_card_markdown(base["card"]).replace("# FNIN Stage I weights — model card",
+                                                           "## Stage I (frozen while the edge net trained)", 1)
+        stage1 = stage1.replace("`fnin_curve.png`", "`fnin_stage1_curve.png`")
+    return f"""# FNIN weights — model card
+
+`{card['weights']}` (safetensors, {card['parameters']:,} parameters, sha256 `{card['sha256']}`;
+loaded with `safetensors`, no pickle) holds two stages, trained one after the other by
+`fnin train`: Stage I (the FNO pyramid, trained first, below) and the full-resolution
+edge net that gives Stage II its weights.
+
+## Edge net
+
+- **Produced by**: `{card['command']}` at commit `{card['commit']}`{_resumed(card)}, seed {cfg['seed']},
+  {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
+- **Starts from**: Stage I weights `{base['weights']}` (sha256 `{base['sha256']}`), frozen{_init(cfg)}.
+- **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes
+  {cfg['stack_prob']:.0%}, fold (self-occluding) scenes {cfg['fold_prob']:.0%}; the same camera,
+  noise, outlier and zeroed-patch model as Stage I.
+- **Input**: Stage I's unknown z_R at a network cap of {cfg['side']} px, upsampled to full
+  resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
+  w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.
+- **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
+  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.
+- **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
+  {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']}.
+{_selection(card, "one Stage II solve")}
+
+{stage1}"""

@@ -1,0 +1,70 @@
+"""Training configuration (:class:`TrainConfig`) and its JSON form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..errors import FninError
+from ..model.config import NetConfig, net_config
+
+VAL_SEED0 = 900_000_000
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    steps: int = 3000
+    batch: int = 8
+    res: int = 128                    # training resolution (square)
+    fine_res: int = 192               # last ``fine_steps`` steps at this resolution (3 scales)
+    fine_steps: int = 300
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    decay_every: int = 200            # lr *= decay each this many steps (an "epoch")
+    decay: float = 0.9
+    warmup: int = 50
+    gamma: float = 0.25
+    grad_clip: float = 1.0
+    val_every: int = 100
+    val_scenes: int = 24
+    val_res: int = 128
+    ckpt_every: int = 100
+    threads: int = 2
+    stack_prob: float = 0.0           # share of stacked scenes (synthetic.make_scene)
+    fold_prob: float = 0.0            # share of fold (self-occluding surface) scenes
+    device: str = "cpu"               # cpu or cuda (TF32 off, so CPU and GPU losses agree)
+    workers: int = 0                  # processes generating scenes ahead (0: in the loop)
+    stage: str = "network"            # "network" (Stage I) or "edges" (edge net on a frozen Stage I)
+    base: str = ""                    # edges: the weights it starts from
+    init_edges: str = ""              # edges: start from this file's edge net (fine-tuning; "" = fresh)
+    side: int = 64                    # edges: network cap giving z_R, as fnin.NETWORK_SIDE at inference
+    edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
+    edge_objective: str = "bce"       # edges: "bce" (BiNI's weights of the true unknown as targets) or
+                                      # "solve" (Stage II's error, differentiated through the solve)
+    solve_workers: int = 0            # edges, "solve": processes for the per-scene solves (0: in
+                                      # the loop; the same numbers either way)
+    solve_bce: float = 0.0            # edges, "solve": plus this times the "bce" loss (an anchor to
+                                      # BiNI's weights where the solve's error says little)
+    net: NetConfig = field(default_factory=NetConfig)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        """A config from its JSON form; keys of removed experiments are accepted at their
+        "off" value (``LEGACY_TRAIN_KEYS``) and refused otherwise (ValueError)."""
+        d = dict(d)
+        net = d.pop("net", {})
+        for key, off in LEGACY_TRAIN_KEYS.items():
+            if key in d and d.pop(key) not in off:
+                raise ValueError(f"train config '{key}': a removed experiment; use one of {off} or drop it")
+        try:
+            return cls(net=net_config(net), **d)
+        except FninError as exc:
+            raise ValueError(str(exc)) from None
+
+    def to_dict(self):
+        return asdict(self)
+
+
+# keys of removed experiments (learned rounds, coarse edge branch) and their "off" values
+LEGACY_TRAIN_KEYS = {"init_round": ("edges", ""), "edge_train": ("all",)}

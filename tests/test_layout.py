@@ -1,0 +1,44 @@
+"""The package layout's promises: torch stays out of wls runs, one registry, one format list."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from fnin_cli import METHODS
+from fnin_cli.batch.memory import estimate_bytes
+from fnin_cli.io import FORMATS, NORMAL_SUFFIXES, probe_shape
+from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD, NETWORK_METHODS, REGISTRY
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+
+def test_a_wls_run_does_not_import_torch(tmp_path):
+    code = ("import sys\nfrom fnin_cli.cli import main\nsys.argv = ['fnin', 'integrate', sys.argv[1], '-o', sys.argv[2],"
+            " '--method', 'wls', '--quiet']\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "assert 'torch' not in sys.modules, 'torch imported by a wls run'\nprint('no torch')")
+    r = subprocess.run([sys.executable, "-c", code, str(SAMPLES / "dome"), str(tmp_path / "m.ply")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "no torch" in r.stdout, r.stderr[-2000:]
+    assert (tmp_path / "m.ply").exists()
+
+
+def test_registry_is_the_one_method_list():
+    assert METHODS == tuple(m.name for m in REGISTRY)
+    assert DEFAULT_METHOD in METHODS and BY_NAME[DEFAULT_METHOD].needs_network
+    assert set(NETWORK_METHODS) == {"fnin", "fnin-s", "fnin-stage1"}
+    for m in REGISTRY:   # the memory estimate reads every method's bytes per pixel
+        assert estimate_bytes((100, 100), m.name, mesh=False) == 100 * 100 * (60 + m.bytes_per_pixel)
+
+
+def test_every_format_probes_its_header(tmp_path):
+    """The memory pre-check's header probe comes from the format objects: each one answers."""
+    import numpy as np
+
+    from fnin_cli.io import write_array
+
+    assert NORMAL_SUFFIXES == tuple(s for f in FORMATS for s in f.suffixes)
+    for suf in NORMAL_SUFFIXES:
+        path = write_array(tmp_path / f"a{suf}", np.zeros((7, 5), np.float32))
+        assert probe_shape(path) == (7, 5), suf
