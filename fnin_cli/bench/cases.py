@@ -1,0 +1,187 @@
+"""Benchmark cases (DiLiGenT, folders with ground truth, synthetic) and the error protocol
+(median scale or offset, MADE).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..data.synthetic import make_scene
+from ..errors import FninError
+from ..io.layout import FOLDER_NORMALS
+from ..pipeline import build_input, fix_scale, load_input
+
+DILIGENT_OBJECTS = ("bear", "buddha", "cat", "cow", "goblet", "harvest", "pot1", "pot2", "reading")
+DILIGENT_SOURCE = ("the data/Fig7_diligent folder of "
+                   "https://github.com/xucao-42/bilateral_normal_integration")
+GT_FILE = "depth_gt.npz"
+GT_KEY = "depth_gt"
+
+# Built-in synthetic set: (seed, orthographic). 256x256 scenes of synthetic.make_scene with
+# noisy normals. Chosen from a survey of seeds 0-29 (perspective) and 0-19 (orthographic)
+# to mix one smooth control scene (persp-00: every method should be near 0) with scenes
+# whose occlusion jumps separate smooth from discontinuity-aware methods, and so that all
+# four methods finish the set in well under a minute on one core. Perspective scenes are
+# at mean depth ~1; orthographic ones get a pixel size of 1/256 (the image is 1 unit wide).
+SYNTHETIC_SET = ((0, False), (9, False), (15, False), (24, False), (26, False), (27, False),
+                 (0, True), (19, True))
+SYNTHETIC_SIZE = 256
+
+
+# ------------------------------------------------------------------ metric
+
+def align_and_errors(est, gt, mask, perspective: bool) -> dict:
+    """Align ``est`` to ``gt`` (median scale or median offset) and measure the errors.
+
+    Pixels count where ``mask`` is set and both maps are finite. Returns ``made`` (mean
+    absolute error), ``median``, ``p95``, ``rmse`` (in gt units), ``scale`` or
+    ``offset``, ``pixels`` (evaluated) and ``missing`` (masked GT pixels without an
+    estimate), plus ``abs_error`` (an image, NaN where not evaluated).
+    """
+    est = np.asarray(est, np.float64)
+    gt = np.asarray(gt, np.float64)
+    if est.shape != gt.shape:
+        raise FninError(f"ground truth is {gt.shape[1]}x{gt.shape[0]} but the estimate is "
+                        f"{est.shape[1]}x{est.shape[0]}")
+    mask = np.asarray(mask, bool)
+    has_gt = mask & np.isfinite(gt)
+    valid = has_gt & np.isfinite(est)
+    out = {"pixels": int(valid.sum()), "missing": int((has_gt & ~valid).sum())}
+    if not valid.any():
+        raise FninError("no pixel has both ground truth and an estimate inside the mask")
+    e, g = est[valid], gt[valid]
+    if perspective:
+        scale = float(np.median(g / e))
+        aligned = scale * e
+        out["scale"] = scale
+    else:
+        offset = float(np.median(g - e))
+        aligned = e + offset
+        out["offset"] = offset
+    err = np.abs(aligned - g)
+    out.update(made=float(np.mean(err)), median=float(np.median(err)),
+               p95=float(np.percentile(err, 95)), rmse=float(np.sqrt(np.mean(err * err))))
+    img = np.full(gt.shape, np.nan)
+    img[valid] = err
+    out["abs_error"] = img
+    return out
+
+
+def unknown_made(inp, gt, z_img) -> float:
+    """MADE of a solve's unknown (an image, as ``NormalSystem.to_image`` gives it) after
+    the pipeline's default scale fix: how the benchmark scripts score a bare solve."""
+    depth, _ = fix_scale(z_img, inp.camera, inp.mask, None, None)
+    return align_and_errors(depth, gt, inp.mask, inp.camera.perspective)["made"]
+
+
+# ------------------------------------------------------------------ cases
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark case: a folder with ground truth, or a built-in synthetic scene."""
+
+    name: str
+    kind: str                         # "folder" or "synthetic"
+    path: str | None = None
+    seed: int | None = None
+    size: int | None = None
+    ortho: bool = False
+    pixel_size: float | None = None
+    convention: str = "ps"
+
+    def load(self):
+        """(Input, ground-truth depth) of this case."""
+        if self.kind == "synthetic":
+            scene = make_scene(self.seed, self.size, self.size, ortho_prob=1.0 if self.ortho else 0.0)
+            gt = scene.depth
+            pixel_size = None
+            if scene.K is None:
+                # scaling depth and pixel size together leaves the normals unchanged
+                pixel_size = 1.0 / self.size
+                gt = gt * pixel_size
+            return build_input(scene.normals, mask=scene.mask, K=scene.K, pixel_size=pixel_size,
+                               source=self.name), gt
+        folder = Path(self.path)
+        inp = load_input(folder, pixel_size=self.pixel_size, convention=self.convention)
+        gt_path = folder / GT_FILE
+        try:
+            with np.load(gt_path) as f:
+                if GT_KEY not in f:
+                    raise FninError(f"no key '{GT_KEY}' (found {', '.join(f.files)})", gt_path)
+                gt = np.asarray(f[GT_KEY], np.float64)
+        except FninError:
+            raise
+        except Exception as exc:
+            raise FninError(f"cannot read ground truth ({exc})", gt_path) from None
+        if gt.shape != inp.shape:
+            raise FninError(f"ground truth is {gt.shape[1]}x{gt.shape[0]}, normal map "
+                            f"{inp.shape[1]}x{inp.shape[0]}", gt_path)
+        return inp, gt
+
+    @property
+    def units(self) -> str:
+        if self.kind == "synthetic":
+            return ("scene units (orthographic, image 1 unit wide)" if self.ortho
+                    else "scene units (perspective, mean depth ~1)")
+        return "mm (ground-truth units)"
+
+
+def diligent_dir(data=None) -> Path:
+    """The DiLiGenT folder: ``data``, else $FNIN_DILIGENT, else the user cache dir."""
+    if data is not None:
+        return Path(data).expanduser()
+    if os.environ.get("FNIN_DILIGENT"):
+        return Path(os.environ["FNIN_DILIGENT"]).expanduser()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "fnin" / "diligent"
+
+
+def synthetic_cases(seeds=SYNTHETIC_SET, size: int = SYNTHETIC_SIZE) -> list:
+    return [Case(f"{'ortho' if o else 'persp'}-{s:02d}", "synthetic", seed=s, size=size, ortho=o)
+            for s, o in seeds]
+
+
+def _is_case_folder(folder: Path) -> bool:
+    return any((folder / n).exists() for n in FOLDER_NORMALS)
+
+
+def _folder_case(folder: Path, pixel_size=None, convention="ps") -> Case:
+    if pixel_size is None and (folder / "pixel_size.txt").exists():
+        try:
+            pixel_size = float((folder / "pixel_size.txt").read_text().split()[0])
+        except (ValueError, IndexError):
+            raise FninError("pixel_size.txt must hold one number", folder / "pixel_size.txt") from None
+    return Case(folder.name, "folder", path=str(folder), pixel_size=pixel_size, convention=convention)
+
+
+def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps") -> tuple:
+    """``(dataset name, [Case])`` for ``diligent``, ``synthetic`` or a folder of cases.
+
+    Raises :class:`FninError` with a one-line message when the data is missing.
+    """
+    if source == "synthetic":
+        return "synthetic", synthetic_cases()
+    if source == "diligent":
+        root = diligent_dir(data)
+        missing = [o for o in DILIGENT_OBJECTS
+                   if not ((root / o / GT_FILE).exists() and _is_case_folder(root / o))]
+        if missing:
+            where = ("" if data is not None else
+                     " (or pass --data DIR, or set FNIN_DILIGENT)")
+            what = "not found" if len(missing) == len(DILIGENT_OBJECTS) else f"incomplete (no {', '.join(missing)})"
+            raise FninError(f"DiLiGenT data {what} at {root}: get {DILIGENT_SOURCE} and put its 9 object "
+                            f"folders ({', '.join(DILIGENT_OBJECTS)}) there{where}")
+        return "diligent", [_folder_case(root / o, pixel_size, convention) for o in DILIGENT_OBJECTS]
+    root = Path(source).expanduser()
+    if not root.is_dir():
+        raise FninError(f"unknown benchmark '{source}': use diligent, synthetic or a folder of cases")
+    folders = [root] if _is_case_folder(root) else sorted(p for p in root.iterdir() if p.is_dir()
+                                                           and _is_case_folder(p))
+    cases = [_folder_case(f, pixel_size, convention) for f in folders if (f / GT_FILE).exists()]
+    if not cases:
+        raise FninError(f"no cases: expected subfolders with normal_map.* and {GT_FILE} (key '{GT_KEY}')", root)
+    return str(root), cases

@@ -1,0 +1,333 @@
+"""`fnin bench`: accuracy and speed of the integration methods on data with ground truth.
+
+Protocol (SPEC "Benchmark protocol", the same as BiNI's DiLiGenT evaluation so numbers
+compare): for each case, est = the method's depth; over the mask and finite ground truth,
+perspective: scale = nanmedian(gt / est), MADE = nanmean(|scale * est - gt|);
+orthographic: offset = nanmedian(gt - est), MADE = nanmean(|est + offset - gt|).
+The median, 95th percentile and RMSE of the same absolute errors are reported too.
+
+Timing: ``seconds`` is the wall time of :func:`fnin_cli.pipeline.integrate` alone (no
+loading, no writing). Every method first runs once on a small built-in scene that is not
+timed (imports, first-call overheads). Cases are the outer loop and methods the inner one,
+so drift (thermal, background load) hits all methods alike. One fixed thread count is used
+for every method: torch's intra-op threads and the BLAS thread pools (set at run time
+through threadpoolctl, and the environment for subprocesses; ``fnin_cli.resources``).
+
+Memory: ``peak_rss_mb`` is the process's peak resident memory while the method ran. The
+kernel's high-water mark (VmHWM) is reset just before the method (``/proc/self/clear_refs``)
+after freed memory was returned to the OS (``gc`` + ``malloc_trim``); where that reset is
+not allowed, a thread samples the RSS every 5 ms instead (``machine.memory_method`` says
+which; :class:`fnin_cli.resources.PeakMemory`). ``--isolate`` runs each case/method in a
+fresh subprocess, so nothing a previous method allocated or cached can hide in the number.
+On CUDA ``peak_device_mb`` is ``torch.cuda.max_memory_allocated`` of the run.
+
+Python API::
+
+    from fnin_cli.bench import resolve_cases, run_bench
+    report = run_bench(resolve_cases("synthetic"), ["wls", "bini"])
+    report["mean"]["bini"]["made_mm"]
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..errors import FninError
+from ..pipeline import integrate
+from ..resources import PeakMemory, THREAD_ENV, cuda_synchronize, limit_threads
+from ..solvers.registry import BY_NAME, METHODS
+from .cases import Case, align_and_errors, resolve_cases
+from .report import summary_png, write_case_outputs
+
+DEFAULT_METHODS = ("fnin", "fnin-s", "bini", "wls")   # the methods a bench runs by default
+WARMUP_CASE = (101, False, 64)       # seed, orthographic, size of the untimed warm-up scene
+
+
+# ------------------------------------------------------------------ machine
+
+def _version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def resolve_device(device: str, methods) -> str:
+    """The device the network methods run on (wls/bini always use the CPU)."""
+    if not any(BY_NAME[m].needs_network for m in methods) or device == "cpu":
+        return "cpu"
+    import torch
+
+    if device in ("auto", "cuda") and torch.cuda.is_available():
+        return "cuda"
+    if device == "mps" or (device == "auto" and getattr(torch.backends, "mps", None)
+                           and torch.backends.mps.is_available()):
+        return "mps"
+    return "cpu"
+
+
+def machine_info(threads: int, device: str) -> dict:
+    info = {
+        "cpu": _cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "threads": threads,
+        "device": device,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "fnin": __version__,
+        "torch": _version("torch"),
+        "numpy": _version("numpy"),
+        "scipy": _version("scipy"),
+        "pyamg": _version("pyamg"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    if hasattr(os, "sched_getaffinity"):
+        info["usable_cores"] = len(os.sched_getaffinity(0))
+    if hasattr(os, "getloadavg"):
+        info["load_average_1min"] = round(os.getloadavg()[0], 2)
+    if device == "cuda":
+        import torch
+
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+# ------------------------------------------------------------------ one run
+
+def _model_info(model_path) -> dict:
+    """Which FNIN weights a report measured: path and sha256 (an unreadable file fails here)."""
+    import hashlib
+
+    from ..model.weights import DEFAULT_WEIGHTS, load_model
+
+    path = Path(model_path) if model_path is not None else DEFAULT_WEIGHTS
+    load_model(path, "cpu")   # FninError (one line) for a missing or broken file, before any run
+    return {"weights": "bundled" if model_path is None else str(path),
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def _model_for(method: str, device: str, model_path):
+    """The FNIN weights at ``model_path`` for a network method (None: the bundled ones)."""
+
+    if model_path is None or not BY_NAME[method].needs_network:
+        return None
+    from ..model.weights import load_model
+
+    return load_model(model_path, device)
+
+
+def _warm_up(method: str, device: str, refine: int, model_path=None):
+    seed, ortho, size = WARMUP_CASE
+    inp, _ = Case("warmup", "synthetic", seed=seed, size=size, ortho=ortho).load()
+    integrate(inp, method, refine=refine, device=device, model=_model_for(method, device, model_path))
+
+
+def run_one(case: Case, method: str, refine: int = 0, device: str = "auto", out_dir=None,
+            mesh: bool = False, model_path=None) -> dict:
+    """Load, integrate, measure and (optionally) write one case with one method."""
+    t0 = time.perf_counter()
+    inp, gt = case.load()
+    t_load = time.perf_counter() - t0
+    model = _model_for(method, device, model_path)   # loading it is not timed (as the bundled one's cache)
+    with PeakMemory() as mem:
+        t1 = time.perf_counter()
+        res = integrate(inp, method, refine=refine, device=device, model=model)
+        cuda_synchronize()
+        seconds = time.perf_counter() - t1
+    err = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)
+    # the same keys for every method: 0 where a method has no such stage or nothing is written
+    stages = {"load": t_load, "network": 0.0, "solve": 0.0, "write": 0.0}
+    stages.update({k: float(v) for k, v in res.seconds.items() if k != "total"})
+    rec = {
+        "status": "ok",
+        "made_mm": err["made"], "median_mm": err["median"], "p95_mm": err["p95"], "rmse_mm": err["rmse"],
+        "seconds": seconds, "stages": stages,
+        "peak_rss_mb": (mem.peak or 0) / 1024, "rss_before_mb": mem.base / 1024,
+        "pixels": res.pixels, "eval_pixels": err["pixels"], "missing_pixels": err["missing"],
+        "iterations": res.iterations,
+        "perspective": bool(inp.camera.perspective),
+    }
+    rec["scale" if inp.camera.perspective else "offset"] = err["scale" if inp.camera.perspective else "offset"]
+    if mem.device_peak is not None:
+        rec["peak_device_mb"] = mem.device_peak
+    if out_dir is not None:
+        t2 = time.perf_counter()
+        rec["outputs"], warn = write_case_outputs(Path(out_dir), case, method, res, err, mesh,
+                                                    inp.normals)
+        stages["write"] = time.perf_counter() - t2
+        if warn:
+            rec["warnings"] = [warn]
+    return rec
+
+
+def _child_main():
+    """Entry of an ``--isolate`` subprocess: one JSON job on stdin, one record on stdout."""
+    job = json.loads(sys.stdin.read())
+    # a child of its own: nothing to restore
+    threads = limit_threads(job["threads"], torch=True if BY_NAME[job["method"]].needs_network else None)
+    try:
+        if job["warmup"]:
+            _warm_up(job["method"], job["device"], job["refine"], job["model"])
+            threads.apply()  # libraries the warm-up loaded
+        rec = run_one(Case(**job["case"]), job["method"], job["refine"], job["device"],
+                      job["out_dir"], job["mesh"], job["model"])
+    except FninError as exc:
+        rec = {"status": "failed", "error": str(exc)}
+    except Exception as exc:  # report, never crash the parent's run
+        rec = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write("\n" + json.dumps(rec) + "\n")
+
+
+def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, model_path=None) -> dict:
+    env = dict(os.environ)
+    for var in THREAD_ENV:
+        env[var] = str(threads)
+    job = {"case": asdict(case), "method": method, "threads": threads, "refine": refine, "device": device,
+           "out_dir": None if out_dir is None else str(out_dir), "mesh": mesh, "warmup": warmup,
+           "model": None if model_path is None else str(model_path)}
+    proc = subprocess.run([sys.executable, "-c", "from fnin_cli.bench import _child_main; _child_main()"],
+                          input=json.dumps(job), capture_output=True, text=True, env=env)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"status": "failed", "error": f"subprocess exited {proc.returncode}: {tail[:200]}"}
+    return json.loads(lines[-1])
+
+
+# ------------------------------------------------------------------ the benchmark
+
+def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = True, out_dir=None,
+              mesh: bool = False, progress=None, refine: int = 0, device: str = "auto",
+              isolate: bool = False, dataset: str | None = None, model_path=None) -> dict:
+    """Run every method on every case; return the report (SPEC's JSON schema).
+
+    ``cases`` is a list of :class:`Case` or a source name for :func:`resolve_cases`.
+    ``progress(done, total, case, method)`` is called before each run and once at the end
+    (with ``case=method=None``). ``model_path``: FNIN weights for the network methods
+    (default: the bundled ones).
+    """
+
+    if isinstance(cases, str):
+        dataset, cases = resolve_cases(cases)
+    cases = list(cases)
+    methods = list(methods)
+    bad = [m for m in methods if m not in METHODS]
+    if bad or not methods:
+        raise FninError(f"unknown method '{', '.join(bad)}'; use some of {', '.join(METHODS)}")
+    if threads < 1:
+        raise FninError(f"--threads must be at least 1, got {threads}")
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+    dev = resolve_device(device, methods)
+    # load the numeric libraries now, so that the thread counts below reach all of them
+    import pyamg  # noqa: F401
+    import scipy.sparse.linalg  # noqa: F401
+
+    if any(BY_NAME[m].needs_network for m in methods) and not isolate:
+        import torch  # noqa: F401
+    thread_limit = limit_threads(threads)
+    total = len(cases) * len(methods)
+    report = {
+        "dataset": dataset or ("synthetic" if all(c.kind == "synthetic" for c in cases) else "custom"),
+        "machine": machine_info(threads, dev),
+        "methods": methods,
+        "protocol": ("perspective: scale = nanmedian(gt/est), MADE = nanmean(|scale*est - gt|); "
+                     "orthographic: offset = nanmedian(gt - est); over the mask and finite gt"),
+        "units": sorted({c.units for c in cases}),
+        "timing": ("seconds = wall time of pipeline.integrate (no load/write); cases outer, methods inner; "
+                   + ("each case/method in a fresh subprocess" if isolate else "one process")),
+        "warmup": None,
+        "refine": refine,
+        "isolate": isolate,
+        "model": _model_info(model_path) if any(BY_NAME[m].needs_network for m in methods) else None,
+        "cases": {},
+        "mean": {},
+    }
+    if warmup:
+        seed, ortho, size = WARMUP_CASE
+        report["warmup"] = {"case": f"synthetic seed {seed}, {size}x{size}, "
+                                    f"{'orthographic' if ortho else 'perspective'}",
+                            "methods": methods, "excluded": True,
+                            "where": "in every subprocess" if isolate else "once per method"}
+        if not isolate:
+            for m in methods:
+                try:
+                    _warm_up(m, device, refine, model_path)
+                except Exception:  # the timed run will report the failure properly
+                    pass
+            # libraries loaded during the warm-up (scipy's BLAS, torch) get the same count
+            thread_limit.apply()
+    try:
+        done = 0
+        for case in cases:
+            report["cases"][case.name] = {}
+            for m in methods:
+                if progress is not None:
+                    progress(done, total, case.name, m)
+                if isolate:
+                    rec = _run_isolated(case, m, threads, refine, device, out_dir, mesh, warmup, model_path)
+                else:
+                    try:
+                        rec = run_one(case, m, refine, device, out_dir, mesh, model_path)
+                    except FninError as exc:
+                        rec = {"status": "failed", "error": str(exc)}
+                    except Exception as exc:
+                        rec = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+                report["cases"][case.name][m] = rec
+                done += 1
+        if progress is not None:
+            progress(done, total, None, None)
+    finally:
+        thread_limit.restore()
+    report["machine"]["memory_method"] = (
+        "per-subprocess " if isolate else "") + (PeakMemory.method or "vmhwm")
+    for m in methods:
+        recs = [report["cases"][c.name][m] for c in cases]
+        ok = [r for r in recs if r.get("status") == "ok"]
+        failed = len(recs) - len(ok)
+        report["mean"][m] = {
+            "made_mm": float(np.mean([r["made_mm"] for r in ok])) if ok and not failed else None,
+            "seconds_total": float(sum(r["seconds"] for r in ok)),
+            "cases": len(ok), "failed": failed,
+        }
+    if out_dir is not None and cases:
+        try:
+            summary_png(out_dir / "summary.png", report)
+        except Exception as exc:  # a picture must not lose the numbers
+            report.setdefault("warnings", []).append(f"summary.png not written: {exc}")
+    return report
+
+
+def failed_runs(report) -> list:
+    """``[(method, error, [cases])]``: failures grouped by method and message."""
+    groups = {}
+    for c, per in report["cases"].items():
+        for m, r in per.items():
+            if r.get("status") != "ok":
+                groups.setdefault((m, r.get("error", "")), []).append(c)
+    return [(m, e, cs) for (m, e), cs in groups.items()]
