@@ -235,10 +235,8 @@ def integrate(
 def classic_lambda(camera: Camera, shape) -> float:
     """The tiny definiteness prior of wls/bini in the system's normal units.
 
-    Perspective: SPEC's lambda = 1e-3 (rows ~ f^2, so ~1e-10 relative: negligible, and
-    what reproduces BiNI's published numbers). Orthographic rows are ~1/s^2, where an
-    absolute 1e-3 pulled the depth towards 0 (flattened results: regression test
-    tests/test_geometry.py); use lambda with the image scaled to [-1, 1] instead.
+    Perspective: SPEC's lambda = 1e-3. Orthographic: lambda with the image scaled to
+    [-1, 1], since an absolute 1e-3 flattened results (docs/decisions.md#prior-weight).
     """
     if camera.perspective:
         return LAMBDA

@@ -7,12 +7,8 @@ from ..errors import FninError
 from ..resources import available_memory
 from ..solvers.registry import BY_NAME, REGISTRY
 
-# Rough peak memory per pixel (bytes) to refuse an input up front instead of dying
-# half-way. Measured with VmHWM on full-disc orthographic maps (wls: 250 MB at 512^2,
-# 770 MB at 1024^2 including ~90 MB of interpreter; bini below wls; the mesh adds
-# nothing to the solver's peak), rounded up: reading/decoding per image pixel, the
-# solver and mesh per masked pixel. FNIN's network runs at a capped resolution, so its
-# extra over the solve is small.
+# Peak bytes per image pixel (reading) and per masked pixel (mesh); each method's own is in
+# solvers/registry.py. Measured with VmHWM, rounded up (docs/decisions.md#memory-estimates).
 BYTES_LOAD = 60
 BYTES_MESH = 150
 

@@ -20,9 +20,7 @@ synthetic data with random intrinsics:
 Beyond the paper, an optional *edge net* (``EdgeNet``, ``NetConfig.edge_width`` > 0) gives
 Stage II its weights: dilated convolutions at full resolution over the upsampled z_R and
 the normals, trained (``fnin train``, stage ``edges``, Stage I frozen) against BiNI's
-weights of the true surface. Why: the attention map above, learnt only through the
-detail-weighted loss, left Stage II no better than uniform weights on DiLiGenT (4.216 vs
-4.226 mm), while BiNI's weights of the true depth with the network's z_R give 1.72 mm.
+weights of the true surface (why: docs/decisions.md#edge-net).
 
 Everything is batched over (B, C, H, W) float32 tensors.
 """

@@ -21,13 +21,8 @@ def _level_from_input(inp, device) -> Level:
 
 
 def full_float32():
-    """cuDNN convolutions without TF32 (PyTorch's default allows it) for the block.
-
-    With TF32 the H200 gave a DiLiGenT mean MADE of 4.60 mm where the CPU gives 4.88
-    (benchmarks/results/device_check.json): the answer must not depend on the device.
-    Random 1e-3 perturbations of the network's outputs move it by 0.01 mm only, so the
-    shift is systematic; training runs with TF32 off track the CPU losses to 1e-3.
-    """
+    """cuDNN convolutions without TF32 (PyTorch's default allows it) for the block:
+    the answer must not depend on the device (docs/decisions.md#tf32)."""
     cd = torch.backends.cudnn
     return cd.flags(enabled=cd.enabled, benchmark=cd.benchmark, deterministic=cd.deterministic,
                     allow_tf32=False)

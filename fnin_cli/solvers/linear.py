@@ -12,10 +12,7 @@ import scipy.sparse as sp
 
 from ..resources import limit_threads
 
-# Smoothed-aggregation AMG for these 5-point systems (:func:`sa_hierarchy`): symmetric
-# strength with a weak-connection threshold, standard aggregation, the constant candidate,
-# one Jacobi smoothing step of the tentative prolongator, a sparse LU at the bottom, CSR
-# on every level, symmetric Gauss-Seidel sweeps before and after the coarse correction.
+# smoothed-aggregation AMG parameters, pyamg's symmetric defaults (docs/decisions.md#amg-hierarchy)
 SA_THETA = 0.05
 SA_MAX_COARSE = 100
 SA_OMEGA = 4.0 / 3.0
@@ -69,21 +66,24 @@ def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=5000, ref_norm=None):
 
 def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, omega: float = SA_OMEGA,
                  power_steps: int = SA_POWER_STEPS, max_levels: int = 12):
-    """A smoothed-aggregation hierarchy (pyamg's aggregation and smoothers) built here for
-    speed, with the same choices as ``pyamg.smoothed_aggregation_solver(symmetry=
-    "symmetric", max_coarse=100, coarse_solver="splu", strength=("symmetric", {"theta":
-    0.05}), improve_candidates=None)`` but two differences that together halve its cost:
+    """A smoothed-aggregation AMG hierarchy (pyamg's aggregation and smoothers).
 
-    - rho(D^-1 A) for the prolongation smoother comes from ``power_steps`` power
-      iterations from a fixed start vector (times 1.05, capped by the Gershgorin bound),
-      not from pyamg's restarted Arnoldi: half of pyamg's setup time went there, and it
-      drew random start vectors (the output depended on numpy's global RNG).
-    - every level stays CSR: pyamg keeps the coarse levels in BSR with 1x1 blocks, whose
-      Gauss-Seidel is 3-4x slower than the CSR one (one V-cycle on harvest 12.8 -> 5.6 ms).
+    The same choices as ``pyamg.smoothed_aggregation_solver(symmetry="symmetric",
+    max_coarse=100, coarse_solver="splu", strength=("symmetric", {"theta": 0.05}),
+    improve_candidates=None)``, but rho(D^-1 A) comes from ``power_steps`` power
+    iterations from a fixed start vector (times 1.05, capped by the Gershgorin bound:
+    deterministic) and every level stays CSR; together half pyamg's cost
+    (docs/decisions.md#amg-hierarchy). Symmetric Gauss-Seidel pre- and post-smoothing
+    (docs/decisions.md#amg-smoother).
 
-    Setup + PCG of the 9 DiLiGenT fnin solves at rtol 1e-3 (1 thread,
-    ``benchmarks/stage2_solver.py``): 0.77 s with pyamg's solver, 0.64 s with its levels
-    turned into CSR, 0.40 s with this one, at the same iteration counts give or take one.
+    Parameters
+    ----------
+    A : scipy.sparse matrix
+        The SPD system matrix.
+
+    Returns
+    -------
+    pyamg.multilevel.MultilevelSolver
     """
     from pyamg.aggregation import fit_candidates, standard_aggregation
     from pyamg.multilevel import MultilevelSolver

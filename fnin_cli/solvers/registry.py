@@ -88,7 +88,7 @@ def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
     return MethodOutput(z, weights, disc, 1, seconds)
 
 
-# Peak memory per pixel: measured with VmHWM on full-disc orthographic maps (batch/memory.py).
+# bytes per masked pixel: measured peaks, rounded up (docs/decisions.md#memory-estimates)
 REGISTRY = (
     Method("fnin", _run_fnin, True, 800, "fnin"),
     Method("fnin-s", _run_fnin, True, 800, "fnin-s"),

@@ -16,36 +16,23 @@ import numpy as np
 from .bini import bini_layout, bini_weights
 from .system import NormalSystem
 
-# finest network scale: short side <= this. With the paired Stage II weights the end-to-end
-# error on synthetic validation scenes was within 0.5% across 64/128/256 (best at 64 on
-# 512^2 scenes, benchmarks/results/network_side.json) while 64 halves the network's time;
-# rule fixed before measuring: the cheapest side within 1% of the best. (At 64 only the
-# pyramid's coarsest level runs for most inputs: the initial FNO and the attention net.)
+# finest network scale (short side): as accurate as 128/256, half the time (docs/decisions.md#network-side)
 NETWORK_SIDE = 64
-# AMG-PCG: the loosest tolerance whose DiLiGenT MADE is within 0.1% of the exact (LU)
-# solve's (benchmarks/stage2_solver.py). With the 200-step solve-trained edge net 1e-3 was
-# 2.6% off and 1e-4 0.03%; with the 1200-step one, 1e-3 to 1e-4 all stop 1.0% off (goblet:
-# a piece attached by weights of ~1e-11, whose offset converges last) and 1e-5 is 0.0006%.
+# AMG-PCG tolerance: the loosest within 0.1% of the exact solve's MADE (docs/decisions.md#solve-rtol)
 SOLVE_RTOL = 1e-5
-# torch Jacobi-PCG (Stage II on a GPU when asked for, solver="torch:cuda") leaves more
-# smooth error at the same residual than AMG. Chosen when it was the GPU default: at 1e-4
-# it matched the exact solve's DiLiGenT MADE to 4 digits; with today's edge net no
-# tolerance reaches goblet's nearly free piece (device_check.json).
+# torch Jacobi-PCG (solver="torch:...") leaves more smooth error than AMG (docs/decisions.md#gpu-solve)
 GPU_SOLVE_RTOL = 1e-4
 GPU_MAXITER = 20000
-# Stage II uses the edge net's weights sharpened, sigmoid(a * logit w) with a = 2: mean
-# end-to-end error on the synthetic validation scenes (24 per layout at 512 px) 0.4572 vs
-# 0.4927 as trained (fold scenes 0.369 vs 0.484); grid 0.5..4 and the >= 1% rule fixed
-# beforehand (benchmarks/edge_temperature.py, results/edge_temperature.json).
+# the edge net's weights sharpened, sigmoid(a logit w): 7% better end to end (docs/decisions.md#edge-sharpness)
 EDGE_SHARPNESS = 2.0
 
 
 def pick_solver(solver: str) -> tuple:
-    """(linear solver, rtol, maxiter) for Stage II. ``auto`` is AMG-PCG on the CPU whatever
-    device ran the network: on a lent H100 machine the 9 DiLiGenT objects took 0.87 s
-    with it against 1.31 s with torch Jacobi-PCG on the GPU at GPU_SOLVE_RTOL, whose MADE
-    was 7% off the exact solve's there (benchmarks/results/device_check.json; rule fixed
-    beforehand in 18620d6). An explicit ``torch[:device]`` gets GPU_SOLVE_RTOL."""
+    """(linear solver, rtol, maxiter) for Stage II.
+
+    ``auto`` is AMG-PCG on the CPU whatever device ran the network: faster and exact
+    (docs/decisions.md#stage2-on-cpu). An explicit ``torch[:device]`` gets GPU_SOLVE_RTOL.
+    """
     if solver == "auto":
         return "amg", SOLVE_RTOL, 5000
     if solver.startswith("torch"):
@@ -102,8 +89,7 @@ def stage2(system: NormalSystem, z_r: np.ndarray, omega_img: np.ndarray | None, 
     """One WLS solve with the prior z_R: weights from omega (fnin) or BiNI's from z_R (fnin-s);
     ``weights`` given (the edge net's) are used as they are."""
     if weights is None and method == "fnin":
-        # paired weights: 0.5125 vs 0.5194 end-to-end on the synthetic validation scenes
-        # (benchmarks/stage2_weights.py, criterion fixed beforehand)
+        # paired weights (docs/decisions.md#paired-attention-weights)
         weights = attention_weights(system, omega_img)
     elif weights is None:
         weights = bini_weights(system, z_r, k)
