@@ -3,11 +3,14 @@
 Python API::
 
     from fnin_cli import load_input, integrate
+    from fnin_cli.mesh import build_mesh, write_mesh
     inp = load_input("normal_map.png", mask="mask.png", K="K.txt")
-    res = integrate(inp, method="fnin")      # or "fnin-s", "bini", "wls"
+    res = integrate(inp, method="fnin")      # any of METHODS: "fnin-s", "bini", "wls", ...
     res.depth                                # (H, W) float32, NaN outside the mask
+    write_mesh("mesh.ply", build_mesh(res.depth, res.camera, res.mask, normals=inp.normals))
 
-Meshes: ``fnin_cli.mesh.build_mesh`` / ``write_mesh``; files: ``fnin_cli.io``.
+Files: ``fnin_cli.io``; methods: ``fnin_cli.solvers.registry``; batches: ``fnin_cli.batch``;
+the layout of the package: docs/methods.md.
 """
 
 __version__ = "0.1.0"

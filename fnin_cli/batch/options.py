@@ -14,7 +14,6 @@ from ..model import DEFAULT_WEIGHTS
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
 
 
-
 class UsageError(FninError):
     """A problem with the command line itself (exit code 2); nothing has been computed."""
 

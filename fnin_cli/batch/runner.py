@@ -1,21 +1,9 @@
-"""`fnin integrate` as a Python API: plan outputs, check them, integrate, write, report.
+"""Running a batch: one input per job, in this process or a pool of workers.
 
-The CLI is a thin layer over three steps::
-
-    from fnin_cli.batch.options import Options
-    from fnin_cli.batch.plan import expand_inputs, plan_jobs
-    from fnin_cli.batch.runner import run_jobs
-    opts = Options(method="wls")
-    jobs = plan_jobs(expand_inputs(["scans/*/normal_map.png"]), out_dir="out", fmt="ply")
-    records = run_jobs(jobs, opts, workers=2)   # one dict per input, in input order
-
-``plan_jobs`` resolves and validates every output path before anything is computed
-(folder exists and is writable, no clobbering without ``force``, no two inputs writing
-the same file, no output over an input) and raises :class:`UsageError` otherwise.
-``run_jobs`` integrates each input in turn (or in ``workers`` processes), never lets one
-failure stop the others, and returns a JSON-ready record per input. All writers are
-atomic, so an interrupted or failed run leaves no partial file and never touches an
-existing one.
+``process`` integrates and writes one input and never raises (a failure becomes the
+record's ``error``); ``run_jobs`` runs them all (``--jobs``), delivers records in input
+order and handles Ctrl-C (exit 130). Per-worker state: the network loaded once, signals,
+thread limits.
 """
 
 from __future__ import annotations

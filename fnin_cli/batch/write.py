@@ -10,6 +10,7 @@ from ..mesh import build_mesh, write_mesh
 from .options import Options
 from .preview import preview_image
 
+
 def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = None) -> dict:
     """Write the mesh / depth / weights / preview of one result (each atomically)."""
     written = rec["outputs"] if rec is not None else {}

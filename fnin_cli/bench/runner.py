@@ -77,17 +77,13 @@ def _cpu_model() -> str:
 
 
 def resolve_device(device: str, methods) -> str:
-    """The device the network methods run on (wls/bini always use the CPU)."""
+    """The device the network methods run on (wls/bini always use the CPU; an unavailable
+    device falls back to the CPU)."""
     if not any(BY_NAME[m].needs_network for m in methods) or device == "cpu":
         return "cpu"
-    import torch
+    from ..model.weights import resolve_device as torch_device   # torch only for network methods
 
-    if device in ("auto", "cuda") and torch.cuda.is_available():
-        return "cuda"
-    if device == "mps" or (device == "auto" and getattr(torch.backends, "mps", None)
-                           and torch.backends.mps.is_available()):
-        return "mps"
-    return "cpu"
+    return torch_device(device, fallback=True).type
 
 
 def machine_info(threads: int, device: str) -> dict:

@@ -14,6 +14,7 @@ from ..bench.runner import failed_runs, run_bench
 from ..errors import FninError
 from .app import _die, _stderr_console, app
 
+
 @app.command(no_args_is_help=True)
 def bench(
     source: str = typer.Argument(..., metavar="diligent|synthetic|DIR",

@@ -9,8 +9,8 @@ from typing import Optional
 
 import typer
 
-from ..errors import FninError
 from .app import _command_line, _die, _stderr_console, app
+
 
 @app.command()
 def train(
@@ -35,60 +35,21 @@ def train(
     config of "stage": "edges" and --base, the edge net on a trained Stage I."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from ..train.config import TrainConfig
-    from ..train.loop import train as run_train
+    from ..train.build import check_config
+    from ..train.config import load_config
+    from ..train.loop import check_out, train as run_train
 
-    cfg_dict = {}
     if resume is not None:
         run_dir = resume
-        if (resume / "config.json").exists():
-            cfg_dict = json.loads((resume / "config.json").read_text())
-    if config is not None:
-        try:
-            cfg_dict.update(json.loads(config.read_text()))
-        except (OSError, ValueError) as exc:
-            _die(f"{config}: cannot read config ({exc})")
-    for key, val in (("steps", steps), ("seed", seed), ("res", res), ("batch", batch), ("device", device),
-                     ("workers", workers), ("base", None if base is None else str(base))):
-        if val is not None:
-            cfg_dict[key] = val
+    overrides = {"steps": steps, "seed": seed, "res": res, "batch": batch, "device": device, "workers": workers,
+                 "base": None if base is None else str(base)}
     try:
-        cfg = TrainConfig.from_dict(cfg_dict)
-    except (TypeError, ValueError) as exc:
-        _die(f"bad config: {exc}")
-    if cfg.workers < 0:
-        _die("--workers must be 0 or more")
-    if cfg.stage not in ("network", "edges"):
-        _die(f"stage '{cfg.stage}': use network or edges")
-    if cfg.stage != "network":
-        from ..train.build import build_model
-
-        if not Path(cfg.base).is_file():
-            _die(f"{cfg.base or '(none)'}: the {cfg.stage} stage needs --base, the trained weights to start from")
-        try:   # --base (and init_edges) fit, before the progress bar; on a copy (it sets cfg.net)
-            build_model(TrainConfig.from_dict(cfg.to_dict()))
-        except (ValueError, OSError) as exc:
-            _die(str(exc))
-    if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):
-        _die(f"--device {cfg.device}: training runs on cpu or cuda")
-    if cfg.device.startswith("cuda"):
-        from ..model.weights import resolve_device
-
-        try:
-            resolve_device("cuda")
-        except FninError as exc:
-            _die(str(exc))
-    if out is not None:
-        from ..train.loop import export_paths
-
-        if out.suffix != ".safetensors":
-            _die(f"{out}: --out must end in .safetensors")
-        inside_run = out.parent.resolve() == run_dir.resolve() or run_dir.resolve() in out.parent.resolve().parents
-        if not out.parent.is_dir() and not inside_run:
-            _die(f"{out.parent}: output folder does not exist; create it first")
-        existing = [str(x) for x in export_paths(out) if x.exists()]
-        if existing and not force:
-            _die(f"{existing[0]} exists; pass --force to overwrite (checked before training starts)")
+        cfg = load_config(config, resume, overrides)
+        check_config(cfg)
+        if out is not None:
+            check_out(out, run_dir, force)
+    except ValueError as exc:
+        _die(str(exc))
     command = _command_line(ctx)
     with Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(),

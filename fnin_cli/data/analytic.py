@@ -22,6 +22,7 @@ import numpy as np
 
 from ..camera import Camera
 
+
 @dataclass
 class Surface:
     depth: np.ndarray     # (H, W) float64, NaN outside the support

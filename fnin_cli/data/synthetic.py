@@ -21,6 +21,7 @@ import numpy as np
 from ..camera import Camera
 from .analytic import normals_from_gradient
 
+
 @dataclass
 class Scene:
     normals: np.ndarray      # (H, W, 3) float32 internal frame, NaN outside the mask (noisy input)

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 
 from ..errors import FninError
 
+
 @dataclass
 class NetConfig:
     width: int = 32          # hidden channels of the FNO

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+
 def view_cosine(lv: "Level"):
     """cos(normal, viewing ray) per pixel (B,1,H,W); n_z for orthographic cameras."""
     n = lv.normals

@@ -10,6 +10,7 @@ from ..solvers.stage2 import NETWORK_SIDE
 from .fnin_net import FNINet
 from .geometry import Level
 
+
 def _level_from_input(inp, device) -> Level:
     m = torch.from_numpy(np.ascontiguousarray(inp.mask))
     n = torch.from_numpy(np.ascontiguousarray(inp.normals)).to(torch.float32)

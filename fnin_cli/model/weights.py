@@ -14,14 +14,20 @@ from ..errors import FninError
 from .config import net_config
 from .fnin_net import FNINet
 
-def resolve_device(device: str = "auto") -> torch.device:
+
+def resolve_device(device: str = "auto", fallback: bool = False) -> torch.device:
     """The torch device for ``--device``: auto (cuda, then mps, then cpu), cpu, cuda or mps.
 
     Raises
     ------
     FninError
-        If the device is unknown or not available here.
+        If the device is unknown or not available here (with ``fallback``: the CPU instead).
     """
+    if fallback:
+        try:
+            return resolve_device(device)
+        except FninError:
+            return torch.device("cpu")
     device = (device or "auto").lower()
     if device == "auto":
         if torch.cuda.is_available():

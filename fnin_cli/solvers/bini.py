@@ -11,6 +11,7 @@ import numpy as np
 
 from .system import NormalSystem
 
+
 def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * k * x))  # = 1 / (1 + exp(-k x)), overflow-free
 

@@ -12,6 +12,7 @@ from ..model.weights import load_model, resolve_device
 from .stage2 import NETWORK_SIDE, model_weights, pick_solver, stage2
 from .system import NormalSystem
 
+
 def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto", lam=1e-3,
              solver="auto", k=2.0, side: int = NETWORK_SIDE):
     """Stage I + Stage II. Returns (z, weights, discontinuity per pixel, seconds)."""

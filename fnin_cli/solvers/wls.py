@@ -8,6 +8,7 @@ import time
 from .bini import IntegrationResult
 from .system import NormalSystem
 
+
 def integrate_wls(system: NormalSystem, lam: float = 1e-3, z_prior=None, solver: str = "amg",
                   rtol: float = 1e-8) -> IntegrationResult:
     """Smooth 4-direction least squares (all weights 1)."""

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from ..errors import FninError
 from ..model.config import NetConfig, net_config
 from ..model.fnin_net import FNINet
+from ..model.weights import resolve_device
 from .config import TrainConfig
+
 
 def read_weights(path) -> tuple:
     """(NetConfig, state) of a weights file; ValueError if ``path`` is not a safetensors
@@ -70,3 +74,34 @@ def _sub_state(path, prefix: str) -> dict:
 def _train_only(model, prefix):
     for name, p in model.named_parameters():
         p.requires_grad_(name.startswith(prefix))
+
+
+def check_config(cfg: TrainConfig) -> None:
+    """Check a config before training starts: stage, workers, device, and that ``base``
+    (and ``init_edges``) fit the network.
+
+    Raises
+    ------
+    ValueError
+        With the one-line message the CLI prints.
+    """
+    if cfg.workers < 0:
+        raise ValueError("--workers must be 0 or more")
+    if cfg.stage not in ("network", "edges"):
+        raise ValueError(f"stage '{cfg.stage}': use network or edges")
+    if cfg.stage != "network":
+        if not Path(cfg.base).is_file():
+            raise ValueError(f"{cfg.base or '(none)'}: the {cfg.stage} stage needs --base, the trained weights "
+                             "to start from")
+        try:   # --base (and init_edges) fit; on a copy (build_model sets cfg.net)
+            build_model(TrainConfig.from_dict(cfg.to_dict()))
+        except (ValueError, OSError) as exc:
+            raise ValueError(str(exc)) from None
+    if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):
+        raise ValueError(f"--device {cfg.device}: training runs on cpu or cuda")
+    if cfg.device.startswith("cuda"):
+        try:
+            resolve_device("cuda")
+        except FninError as exc:
+            raise ValueError(str(exc)) from None
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .config import VAL_SEED0
 
+
 def model_card_markdown(card: dict) -> str:
     """Human-readable model card from the JSON card written by :func:`export`."""
     cfg = card["train_config"]

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from ..errors import FninError
 from ..model.config import NetConfig, net_config
@@ -68,3 +70,27 @@ class TrainConfig:
 
 # keys of removed experiments (learned rounds, coarse edge branch) and their "off" values
 LEGACY_TRAIN_KEYS = {"init_round": ("edges", ""), "edge_train": ("all",)}
+
+
+def load_config(config=None, resume=None, overrides: dict | None = None) -> TrainConfig:
+    """The config of a ``fnin train`` run: a resumed run's ``config.json``, updated by the
+    ``config`` file, then by ``overrides`` (command-line values; None = not given).
+
+    Raises
+    ------
+    ValueError
+        With the one-line message the CLI prints: unreadable file or bad keys.
+    """
+    cfg_dict = {}
+    if resume is not None and (Path(resume) / "config.json").exists():
+        cfg_dict = json.loads((Path(resume) / "config.json").read_text())
+    if config is not None:
+        try:
+            cfg_dict.update(json.loads(Path(config).read_text()))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{config}: cannot read config ({exc})") from None
+    cfg_dict.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return TrainConfig.from_dict(cfg_dict)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"bad config: {exc}") from None

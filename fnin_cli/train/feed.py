@@ -10,6 +10,7 @@ import torch
 from ..data.synthetic import make_scene, scene_arrays
 from ..model.geometry import Level
 
+
 def _scene(seed, res, stack_prob, fold_prob=0.0):
     return scene_arrays(make_scene(int(seed), res, stack_prob=stack_prob, fold_prob=fold_prob))
 

@@ -37,6 +37,7 @@ from .config import TrainConfig, VAL_SEED0
 from .feed import SceneFeed, make_batch
 from .losses import close_solve_pools, step_loss
 
+
 @torch.no_grad()
 def validate_edges(model, cfg: "TrainConfig") -> float:
     """End-to-end relative error of ``fnin`` (a Stage II solve with the edge net's
@@ -261,3 +262,22 @@ def _machine(cfg: TrainConfig) -> str:
     if cfg.device.startswith("cuda") and torch.cuda.is_available():
         where = f"{torch.cuda.get_device_name()} ({where} and {cfg.workers} scene workers)"
     return f"{where}, torch {torch.__version__}"
+
+
+def check_out(out, run_dir, force: bool = False) -> None:
+    """Check the ``--out`` weights path before training (suffix, folder, no clobbering).
+
+    Raises
+    ------
+    ValueError
+        With the one-line message the CLI prints.
+    """
+    out, run_dir = Path(out), Path(run_dir)
+    if out.suffix != ".safetensors":
+        raise ValueError(f"{out}: --out must end in .safetensors")
+    inside_run = out.parent.resolve() == run_dir.resolve() or run_dir.resolve() in out.parent.resolve().parents
+    if not out.parent.is_dir() and not inside_run:
+        raise ValueError(f"{out.parent}: output folder does not exist; create it first")
+    existing = [str(x) for x in export_paths(out) if x.exists()]
+    if existing and not force:
+        raise ValueError(f"{existing[0]} exists; pass --force to overwrite (checked before training starts)")

@@ -17,6 +17,7 @@ from ..solvers.stage2 import EDGE_SHARPNESS
 from ..solvers.system import NormalSystem
 from .config import TrainConfig
 
+
 def detail_weighted_loss(z, omega, z_gt, lv: Level, gamma: float = 0.25):
     """(1 - omega)|z - z_gt| + gamma * omega * |n(x) - n(x_gt)|, mean over valid pixels.
 
