@@ -70,6 +70,8 @@ def compare(a: Path, b: Path) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] not in ("record", "compare"):
+        sys.exit(__doc__)
     if sys.argv[1] == "record":
         record(Path(sys.argv[2]))
     else:

@@ -45,6 +45,8 @@ class Input:
 
 @dataclass
 class Result:
+    """The outcome of :func:`integrate`: depth, discontinuity map, camera, mask, seconds per stage."""
+
     depth: np.ndarray              # (H, W) float32, NaN outside the mask
     discontinuity: np.ndarray      # (H, W) float32 in [0, 1], 1 = discontinuity, NaN outside
     camera: Camera

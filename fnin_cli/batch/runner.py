@@ -102,6 +102,8 @@ def init_worker(options: Options, in_pool: bool = False):
 
 
 def load_model_safely(options: Options):
+    """The network for a worker's first network input, or the FninError to report for each
+    such input (a broken weights file fails every fnin input, not the batch)."""
     try:
         from ..model.weights import load_model
     except Exception:
@@ -115,6 +117,7 @@ def load_model_safely(options: Options):
 # ------------------------------------------------------------------ one input
 
 def new_record(job: Job, options: Options) -> dict:
+    """A fresh ``--json`` record for ``job`` (status ``failed`` until it succeeds)."""
     return {
         "input": job.input, "name": job.name, "status": "failed", "error": None,
         "outputs": {}, "method": options.method, "refine": options.refine,

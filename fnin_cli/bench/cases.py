@@ -141,6 +141,7 @@ def diligent_dir(data=None) -> Path:
 
 
 def synthetic_cases(seeds=SYNTHETIC_SET, size: int = SYNTHETIC_SIZE) -> list:
+    """The built-in synthetic cases (``fnin bench synthetic``): generated scenes with exact ground truth."""
     return [Case(f"{'ortho' if o else 'persp'}-{s:02d}", "synthetic", seed=s, size=size, ortho=o)
             for s, o in seeds]
 

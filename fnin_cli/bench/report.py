@@ -102,6 +102,7 @@ def summary_png(path, report):
 
 
 def write_csv(path, report):
+    """Write ``report`` as CSV: one row per case and method (atomic)."""
     import csv
 
     keys = ["made_mm", "median_mm", "p95_mm", "rmse_mm", "seconds", "peak_rss_mb", "pixels", "iterations"]
@@ -115,6 +116,7 @@ def write_csv(path, report):
 
 
 def write_json(path, report):
+    """Write ``report`` as JSON (the bench schema: dataset, machine, methods, cases, mean; atomic)."""
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(report, indent=1) + "\n")
 

@@ -87,6 +87,7 @@ def resolve_device(device: str, methods) -> str:
 
 
 def machine_info(threads: int, device: str) -> dict:
+    """The ``machine`` block of a report: CPU, threads, device, library versions."""
     info = {
         "cpu": _cpu_model(),
         "logical_cores": os.cpu_count(),

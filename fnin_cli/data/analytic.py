@@ -25,6 +25,8 @@ from ..camera import Camera
 
 @dataclass
 class Surface:
+    """An analytic test surface: depth, normals, mask and camera with exact values."""
+
     depth: np.ndarray     # (H, W) float64, NaN outside the support
     normals: np.ndarray   # (H, W, 3) float64 unit normals (OpenCV frame), NaN outside
     support: np.ndarray   # (H, W) bool
@@ -151,5 +153,6 @@ def restrict(surface: Surface, mask: np.ndarray) -> Surface:
 
 
 def disc_mask(shape, center, radius: float) -> np.ndarray:
+    """A disc mask of ``shape`` around ``center`` (column, row) with ``radius`` pixels."""
     u, v = pixel_grid(shape)
     return (u - center[0]) ** 2 + (v - center[1]) ** 2 <= radius ** 2

@@ -24,6 +24,8 @@ from .analytic import normals_from_gradient
 
 @dataclass
 class Scene:
+    """One generated scene: normals, mask, camera and the true unknown."""
+
     normals: np.ndarray      # (H, W, 3) float32 internal frame, NaN outside the mask (noisy input)
     mask: np.ndarray         # (H, W) bool input domain
     depth: np.ndarray        # (H, W) float64 true depth (NaN outside the support)

@@ -10,6 +10,8 @@ from ..errors import FninError
 
 @dataclass
 class NetConfig:
+    """The network's shape; its JSON form is stored in the weights' metadata (``net``)."""
+
     width: int = 32          # hidden channels of the FNO
     modes: int = 16          # kept Fourier modes per dimension (per corner along rows)
     layers: int = 4          # Fourier layers

@@ -138,4 +138,5 @@ class FNINet(nn.Module):
 
 
 def count_parameters(model: nn.Module) -> int:
+    """Number of parameters of ``model``."""
     return sum(p.numel() for p in model.parameters())

@@ -28,6 +28,7 @@ def view_cosine(lv: "Level"):
 
 
 def minmax_in_mask(x, mask, eps=1e-6):
+    """Min-max normalise ``x`` to [0, 1] over the mask, per sample; 0 outside."""
     big = torch.finfo(x.dtype).max
     lo = torch.where(mask > 0, x, torch.full_like(x, big)).amin(dim=(2, 3), keepdim=True)
     hi = torch.where(mask > 0, x, torch.full_like(x, -big)).amax(dim=(2, 3), keepdim=True)
@@ -135,6 +136,7 @@ def central_grad(z, m):
 
 
 def masked_mean(x, m):
+    """Mean of ``x`` over the mask ``m``, per sample and channel (B, C, 1, 1)."""
     return (x * m).sum(dim=(2, 3), keepdim=True) / m.sum(dim=(2, 3), keepdim=True).clamp_min(1.0)
 
 
@@ -178,6 +180,7 @@ def pyramid(lv: Level, min_side: int) -> list:
 
 
 def coord_grid(b, h, w, device):
+    """Pixel coordinates normalised to [-1, 1]: (x, y), each (B, 1, H, W)."""
     y = torch.linspace(-1, 1, h, device=device).view(1, 1, h, 1).expand(b, 1, h, w)
     x = torch.linspace(-1, 1, w, device=device).view(1, 1, 1, w).expand(b, 1, h, w)
     return x, y
@@ -206,6 +209,7 @@ def backproject_t(z, lv: Level):
 
 
 def point_normals(P):
+    """Unit normals of a point map (B, 3, H, W) by central differences."""
     pp = F.pad(P, (1, 1, 1, 1), mode="replicate")
     du = 0.5 * (pp[..., 1:-1, 2:] - pp[..., 1:-1, :-2])
     dv = 0.5 * (pp[..., 2:, 1:-1] - pp[..., :-2, 1:-1])

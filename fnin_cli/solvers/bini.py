@@ -13,6 +13,7 @@ from .system import NormalSystem
 
 
 def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
+    """1 / (1 + exp(-k x)), computed without overflow."""
     return 0.5 * (1.0 + np.tanh(0.5 * k * x))  # = 1 / (1 + exp(-k x)), overflow-free
 
 
@@ -35,6 +36,8 @@ def bini_layout(wu_minus: np.ndarray, wv_minus: np.ndarray) -> dict:
 
 @dataclass
 class IntegrationResult:
+    """What ``integrate_wls`` and ``integrate_bini`` return."""
+
     z: np.ndarray                      # unknown over masked pixels
     weights: dict | None               # per-direction weights used last
     iterations: int = 1

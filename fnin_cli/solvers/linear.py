@@ -27,6 +27,8 @@ def _dot(a: np.ndarray, b: np.ndarray) -> float:
 
 @dataclass
 class SolveInfo:
+    """How a linear solve went: solver, iterations, relative residual, setup and solve seconds."""
+
     method: str
     iterations: int
     residual: float

@@ -15,6 +15,8 @@ VAL_SEED0 = 900_000_000
 
 @dataclass
 class TrainConfig:
+    """Everything a ``fnin train`` run depends on (with the seed, it fixes the run); JSON in the model card."""
+
     seed: int = 0
     steps: int = 3000
     batch: int = 8

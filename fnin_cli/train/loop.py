@@ -78,6 +78,7 @@ def validate(model, cfg: TrainConfig):
 
 
 def lr_at(cfg: TrainConfig, step: int) -> float:
+    """Learning rate at ``step``: linear warm-up, then x ``decay`` every ``decay_every`` steps."""
     warm = min(1.0, (step + 1) / max(1, cfg.warmup))
     return cfg.lr * warm * cfg.decay ** (step // cfg.decay_every)
 

@@ -56,6 +56,7 @@ def gt_pyramid(z_full, levels):
 
 
 def batch_loss(model, lv, z_gt, gamma):
+    """Stage I loss of a batch: the detail-weighted loss summed over the pyramid's scales."""
     outs = model(lv)
     gts = gt_pyramid(z_gt, [o[0] for o in outs])
     total = 0.0
@@ -189,6 +190,7 @@ def _one_thread():
 
 
 def close_solve_pools():
+    """Shut down the worker pools of the solve objective."""
     while _SOLVE_POOLS:
         _SOLVE_POOLS.popitem()[1].shutdown(wait=True, cancel_futures=True)
 
