@@ -1,0 +1,1 @@
+"""Scene data: a numpy mesh rasterizer and real-mesh scene generators."""
