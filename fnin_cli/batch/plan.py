@@ -66,12 +66,13 @@ def output_name(inp: str) -> str:
     return p.stem
 
 
-def _template(value: str, name: str, kind: str, base_dir: Path | None) -> Path:
-    """An extra output path: a suffix ('.exr' -> <name>_<kind>.exr), a template with
-    {stem}, or a literal path. Suffixes and relative templates go into ``base_dir``."""
+def _template(value: str, name: str, kind: str, base_dir: Path | None, side_name: str | None = None) -> Path:
+    """An extra output path: a suffix ('.exr' -> <side_name>_<kind>.exr), a template with
+    {stem} (the input's name), or a literal path. Suffixes and relative templates go into
+    ``base_dir``. ``side_name`` is the stem of ``-o`` when given, else the input's name."""
     value = str(value)
     if value.startswith(".") and "/" not in value and value.count(".") == 1 and len(value) > 1:
-        rel = Path(f"{name}_{kind}{value}")
+        rel = Path(f"{side_name or name}_{kind}{value}")
     elif "{stem}" in value:
         rel = Path(value.replace("{stem}", name))
     else:
@@ -163,7 +164,10 @@ def plan_jobs(
             if kind in outs:
                 raise UsageError("the main output (-o / --format) is already the depth map; drop --depth "
                                  "or make the main output a mesh (.ply)")
-            outs[kind] = _template(value, name, kind, base_dir)
+            # a bare suffix follows -o's stem (-o dome_bini.ply --depth .npy -> dome_bini_depth.npy),
+            # else the input's name (--out-dir)
+            side_name = Path(out).stem if out is not None else name
+            outs[kind] = _template(value, name, kind, base_dir, side_name)
         jobs.append(Job(inp, name, outs))
 
     _check_collisions(jobs, options)

@@ -28,8 +28,9 @@ Outputs (all written atomically; an existing file needs --force):
   -o FILE          one input: a mesh (.ply .obj) or a depth map (.exr .npy .png .tif)
   --out-dir DIR    any number of inputs: DIR/<name>.<format> (--format, default ply)
   --depth/--weights/--preview  extra files: a path (one input), a suffix such as
-                   '.exr' (-> <name>_depth.exr beside the main output) or a template
-                   such as '{stem}_d.npy'.
+                   '.exr' (-> <name>_depth.exr beside the main output; <name> is the
+                   stem of -o when given, else the input's name) or a template such
+                   as '{stem}_d.npy' ({stem}: the input's name).
   With no output option at all, <name>.ply is written to the current folder.
 
 \b
@@ -60,7 +61,9 @@ def integrate_cmd(
     convention: str = typer.Option("ps", "--convention", help="normal-map file convention: ps (x right, y up, "
                                    "z to viewer; DiLiGenT), opencv, directx (aliases opengl, green-up, green-down)"),
     method: str = typer.Option(DEFAULT_METHOD, "--method", "-m", help=method_help()),
-    refine: int = typer.Option(0, "--refine", help="extra BiNI rounds started from the method's result"),
+    refine: Optional[int] = typer.Option(
+        None, "--refine", help="BiNI rounds started from the method's result (default: fnin's own "
+        "rounds under a stopping rule, none for the others; 0 = FNIN's one-shot)"),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
     network_side: Optional[int] = typer.Option(None, "--network-side", help="fnin: finest network scale, short "
                                                "side in pixels (default 64; larger is slower, see README)"),
