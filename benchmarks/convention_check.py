@@ -1,4 +1,4 @@
-"""Measure the decoding check (fnin_cli.integrability) on real and mis-encoded inputs.
+"""Measure the decoding check (fnin_cli.checks) on real and mis-encoded inputs.
 
 Writes mis-encoded copies of DiLiGenT objects under a temporary folder (never the repo),
 runs :func:`check_decoding` on them and on every correct input in ../shared/data and
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from fnin_cli.camera import Camera
-from fnin_cli.integrability import check_decoding
+from fnin_cli.checks import check_decoding
 from fnin_cli.io import read_array, read_K, read_mask, write_png
 
 ROOT = Path(__file__).resolve().parents[1]

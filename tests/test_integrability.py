@@ -6,7 +6,7 @@ import pytest
 from fnin_cli.camera import Camera
 from fnin_cli.conventions import from_internal, normalise
 from fnin_cli.errors import FninError
-from fnin_cli.integrability import (
+from fnin_cli.checks import (
     Decoding,
     check_decoding,
     check_invalid,
