@@ -166,6 +166,7 @@ def integrate(
     lam: float = LAMBDA,
     progress=None,
     network_side: int | None = None,
+    stage=None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -185,6 +186,11 @@ def integrate(
         (orthographic; default mean 0): a masked mean, or one known pixel.
     model : FNINet, optional
         A loaded network instead of the bundled weights.
+    progress : callable, optional
+        ``progress(i)`` after each BiNI iteration (of the bini solve or a refine round).
+    stage : callable, optional
+        ``stage(name, step, total)`` when a stage starts: "network", "solve" and
+        "refine" (step 0 of ``total`` rounds; ``progress`` then counts the rounds).
 
     Returns
     -------
@@ -206,12 +212,16 @@ def integrate(
     # lam in the system's units: it only settles what the data leaves free
     # (docs/decisions.md#prior-weight).
     lam_sys = classic_lambda(inp.camera, inp.shape) * (lam / LAMBDA)
+    if stage is not None:
+        stage("network" if BY_NAME[method].needs_network else "solve", None, None)
     out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, bini_k, device, model, network_side,
-                                                   progress))
+                                                   progress, stage))
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     seconds.update(out.seconds)
     if refine:
         t1 = time.perf_counter()
+        if stage is not None:
+            stage("refine", 0, refine)
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
         r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=refine, tol=0.0,

@@ -14,8 +14,9 @@ from .system import NormalSystem
 
 
 def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto", lam=1e-3,
-             solver="auto", k=2.0, side: int = NETWORK_SIDE):
-    """Stage I + Stage II. Returns (z, weights, discontinuity per pixel, seconds)."""
+             solver="auto", k=2.0, side: int = NETWORK_SIDE, stage=None):
+    """Stage I + Stage II. Returns (z, weights, discontinuity per pixel, seconds).
+    ``stage(name, step, total)`` is called when the Stage II solve starts."""
     seconds = {}
     t0 = time.perf_counter()
     dev = resolve_device(device)
@@ -32,6 +33,8 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
     if method == "fnin-stage1":
         z = z_img[system.mask]
     else:
+        if stage is not None:
+            stage("solve", None, None)
         lin, rtol, maxiter = pick_solver(solver)
         z, weights = stage2(system, z_img[system.mask], om_img, method, lam, lin, k, rtol, maxiter, weights)
         seconds["solve"] = time.perf_counter() - t2

@@ -31,6 +31,7 @@ class RunArgs:
     model: object = None       # an FNINet, or None for the bundled weights
     network_side: int | None = None
     progress: Callable | None = None
+    stage: Callable | None = None  # stage(name, step, total) when a stage starts (pipeline.integrate)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
     from .fnin import run_fnin
 
     z, weights, disc, seconds = run_fnin(system, inp, method=a.method, model=a.model, device=a.device, lam=a.lam,
-                                         solver=a.solver, k=a.k, side=a.network_side or NETWORK_SIDE)
+                                         solver=a.solver, k=a.k, side=a.network_side or NETWORK_SIDE,
+                                         stage=a.stage)
     return MethodOutput(z, weights, disc, 1, seconds)
 
 
