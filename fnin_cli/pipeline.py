@@ -21,7 +21,7 @@ from .camera import Camera
 from .errors import FninError
 from .io.layout import find_in_folder
 from .solvers.bini import integrate_bini
-from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, RunArgs
+from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
 from .solvers.system import DIRECTIONS, NormalSystem
 
 LAMBDA = 1e-3  # SPEC's prior weight lambda (see classic_lambda for its units)
@@ -37,6 +37,8 @@ class Input:
     source: str = "<array>"
     bitdepth: int | None = None
     warnings: list = field(default_factory=list)
+    convention: str = "ps"         # the decoding used: 'ps', 'directx', 'opencv', 'ps/bgr', 'ps/half', ...
+    check: dict | None = None      # the decoding check's summary (checks.DecodingCheck.as_dict) and seconds
 
     @property
     def shape(self):
@@ -57,6 +59,7 @@ class Result:
     z: np.ndarray | None = None    # (H, W) float64 unknown (log-depth or depth), NaN outside
     iterations: int = 1
     warnings: list = field(default_factory=list)
+    rounds: int = 0                # BiNI rounds run after the method (--refine)
 
     @property
     def pixels(self) -> int:
@@ -69,13 +72,26 @@ def load_input(
     K=None,
     ortho: bool = False,
     pixel_size: float | None = None,
-    convention: str = "ps",
+    convention: str = "auto",
+    channels=None,
+    float_encoding: str = "raw",
+    allow_invalid: bool = False,
 ) -> Input:
     """Load a normal map file or a DiLiGenT/BiNI-layout folder.
 
     ``mask``/``K`` may be paths or arrays. Without a mask, the valid normals are the
     domain. Without K the camera is orthographic (one pixel = ``pixel_size`` units).
+
+    Decoding (README "Inputs"): ``convention`` ps|opencv|directx (and aliases) or
+    ``auto`` (ps unless the data clearly integrate better under another decoding: then
+    that one, with a warning); ``channels`` 'rgb', 'bgr' or three EXR channel names;
+    ``float_encoding`` 'raw' or 'half' ((n + 1) / 2 in a float file). With an explicit
+    convention the check is strict: a clearly better decoding is an error naming the
+    option that fixes it. More than 2 % invalid masked normals is an error unless
+    ``allow_invalid``. ``Input.convention`` holds the decoding used.
     """
+    from .checks import check_decoding, check_invalid
+
     path = Path(path)
     if path.is_dir():
         npath, fmask, fK = find_in_folder(path)
@@ -86,16 +102,80 @@ def load_input(
         npath = path
     if ortho and K is not None:
         raise FninError("--ortho and intrinsics (K) both given; drop one of them", path)
-    arr, bitdepth = io.read_array(npath)
+    order, names = parse_channels(channels)
+    auto = str(convention).lower() == "auto"
+    conv = "ps" if auto else conventions.canonical(convention)
+    arr, bitdepth = io.read_array(npath, channels=names)
+    arr = _check_layout(arr, bitdepth, npath)
+    shape = arr.shape[:2]
+    if isinstance(mask, np.ndarray):
+        if mask.shape != shape:
+            raise FninError(f"mask shape {mask.shape} differs from normal map {shape}", npath)
+        mask = mask.astype(bool)
+    elif mask is not None:
+        mask = io.read_mask(mask, shape)
+    if isinstance(K, (str, Path)):
+        K_src, K = K, io.read_K(K)
+    else:
+        K_src = npath
+    cam = None if K is None else Camera(np.asarray(K, np.float64)).validate(shape, K_src)
+    t0 = time.perf_counter()
+    chk = check_decoding(arr, bitdepth, mask, cam, convention=conv, channels=order, float_encoding=float_encoding,
+                         mode="auto", source=npath)
+    warnings = []
+    if chk.changed:
+        if auto:
+            warnings.append(chk.message)
+        elif "facing away" not in chk.reason:
+            raise FninError(chk.strict_message, npath)
+        else:  # explicit convention facing away: the loader's own refusal below (as before)
+            chk.chosen, chk.changed = chk.given, False
+    vec = chk.decode(arr, bitdepth)
+    rep = check_invalid(vec, mask, allow=allow_invalid, source=npath, is_float=bitdepth is None, raw=arr)
+    if mask is None and rep.nonfinite:
+        warnings.append(rep.message)
+    seconds = time.perf_counter() - t0
+    normals, valid = conventions.normalise(vec)
+    inp = build_input(normals, valid, mask, K, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
+                      convention=chk.chosen.name)
+    inp.warnings[:0] = warnings
+    inp.convention = chk.chosen.name
+    inp.check = dict(chk.as_dict(), seconds=round(seconds, 4))
+    return inp
+
+
+def parse_channels(channels) -> tuple:
+    """``--channels`` value -> (order 'rgb'|'bgr', EXR channel names or None)."""
+    if channels is None or channels == "":
+        return "rgb", None
+    if isinstance(channels, str):
+        if channels.lower() in ("rgb", "bgr"):
+            return channels.lower(), None
+        names = tuple(c.strip() for c in channels.split(",") if c.strip())
+    else:
+        names = tuple(str(c) for c in channels)
+    if len(names) != 3:
+        raise FninError(f"--channels wants rgb, bgr or three EXR channel names such as N.X,N.Y,N.Z; "
+                        f"got '{channels}'")
+    return "rgb", names
+
+
+def _check_layout(arr: np.ndarray, bitdepth, npath) -> np.ndarray:
+    """A raw normal-map array as (H, W, 3) numbers fnin can decode, or a one-line error."""
+    if arr.ndim == 3 and arr.shape[0] in (3, 4) and arr.shape[2] not in (3, 4) and min(arr.shape[1:]) > 4:
+        c, h, w = arr.shape
+        raise FninError(f"array of shape {arr.shape} looks channels-first ({c}, H, W): transpose it to "
+                        f"(H, W, {c}) (numpy: arr.transpose(1, 2, 0)) and save it again", npath)
     if arr.ndim != 3 or arr.shape[2] not in (3, 4):
         got = "1 channel" if arr.ndim == 2 else f"{arr.shape[2]} channels"
         raise FninError(f"a normal map needs 3 channels (x, y, z), got {got}", npath)
-    if arr.shape[2] == 4:
-        arr = arr[..., :3]
-    raw = conventions.decode(arr, bitdepth)
-    normals, valid = conventions.normalise(conventions.to_internal(raw, convention))
-    return build_input(normals, valid, mask, K, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
-                       convention=convention)
+    if bitdepth is None and arr.dtype.kind in "biu":
+        vals = arr[..., :3]
+        lo, hi = (int(vals.min()), int(vals.max())) if vals.size else (0, 0)
+        raise FninError(f"normal map holds {arr.dtype} integers (values {lo}..{hi}); fnin expects float normals "
+                        f"(x, y, z in -1..1) or uint8/uint16 colour codes (n+1)/2: convert it "
+                        f"(arr.astype(np.float32) for normals)", npath)
+    return arr[..., :3]
 
 
 def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=None, source="<array>",
@@ -156,7 +236,7 @@ REFINE_SOLVER = "amg"
 def integrate(
     inp: Input,
     method: str = DEFAULT_METHOD,
-    refine: int = 0,
+    refine: int | None = None,
     device: str = "auto",
     mean_depth: float | None = None,
     depth_at: tuple | None = None,
@@ -177,8 +257,10 @@ def integrate(
     method : str
         One of ``METHODS`` (:mod:`fnin_cli.solvers.registry`): fnin, fnin-s, bini, wls,
         or fnin-stage1 (the network alone, no Stage II solve: a fast preview).
-    refine : int
-        BiNI IRLS rounds started from the method's result.
+    refine : int, optional
+        BiNI IRLS rounds started from the method's result: exactly ``refine`` of them,
+        or with None the method's own rounds (``Method.rounds``; for ``fnin``: rounds
+        under a stopping rule). ``refine=0`` with ``fnin`` is the paper's one-shot.
     device : str
         auto, cpu, cuda or mps: where the network of the fnin methods runs.
     mean_depth, depth_at : float, (row, col, depth)
@@ -218,18 +300,21 @@ def integrate(
                                                    progress, stage))
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     seconds.update(out.seconds)
-    if refine:
+    rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
+    refined = 0
+    if rounds.max_rounds:
         t1 = time.perf_counter()
         if stage is not None:
-            stage("refine", 0, refine)
+            stage("refine", 0, rounds.max_rounds)
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
-        r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=refine, tol=0.0,
-                           solver=REFINE_SOLVER)
-        z, weights = r.z, r.weights
+        r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
+                           tol=rounds.tol, solver=REFINE_SOLVER, reuse_hierarchy=True,
+                           callback=(lambda i, e: progress(i)) if progress else None)
+        z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1
         iterations += r.iterations
-    if discontinuity is None or refine:
+    if discontinuity is None or refined:
         discontinuity = weights_to_discontinuity(weights, system.n)
     zimg = system.to_image(z)
     depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, depth_at)
@@ -241,7 +326,7 @@ def integrate(
             f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
             f"wrong convention? {conventions.FLIP_HINT}")
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
-                  inp.mask, method, seconds, note, zimg, iterations, warnings)
+                  inp.mask, method, seconds, note, zimg, iterations, warnings, refined)
 
 
 def classic_lambda(camera: Camera, shape) -> float:

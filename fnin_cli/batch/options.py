@@ -11,6 +11,7 @@ import numpy as np
 from ..conventions import canonical
 from ..errors import FninError
 from ..model import DEFAULT_WEIGHTS
+from ..pipeline import parse_channels
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
 
 
@@ -32,9 +33,12 @@ class Options:
     cy: float | None = None
     ortho: bool = False
     pixel_size: float | None = None
-    convention: str = "ps"
+    convention: str = "auto"
+    channels: str | None = None
+    float_encoding: str = "raw"
+    allow_invalid: bool = False
     method: str = DEFAULT_METHOD
-    refine: int = 0
+    refine: int | None = None     # None: the method's own rounds (registry)
     device: str = "auto"
     network_side: int | None = None
     model: str | None = None
@@ -52,12 +56,19 @@ class Options:
         if self.method not in METHODS:
             raise UsageError(f"unknown method '{self.method}'; use one of {', '.join(METHODS)}")
         try:
-            self.convention = canonical(self.convention)
+            if self.convention.lower() != "auto":
+                self.convention = canonical(self.convention)
+            else:
+                self.convention = "auto"
+            parse_channels(self.channels)
         except FninError as exc:
-            raise UsageError(exc.message) from None
+            raise UsageError(exc.message.replace("normal convention", "--convention").replace(
+                "; use one of ", "; use auto or one of ")) from None
+        if self.float_encoding not in ("raw", "half"):
+            raise UsageError(f"unknown --float-encoding '{self.float_encoding}'; use raw or half ((n+1)/2 floats)")
         if self.device not in ("auto", "cpu", "cuda", "mps"):
             raise UsageError(f"unknown device '{self.device}'; use auto, cpu, cuda or mps")
-        if self.refine < 0:
+        if self.refine is not None and self.refine < 0:
             raise UsageError(f"--refine must be 0 or more, got {self.refine}")
         if self.network_side is not None and self.network_side < 16:
             raise UsageError(f"--network-side must be 16 or more, got {self.network_side}")

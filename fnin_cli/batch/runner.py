@@ -122,19 +122,48 @@ def new_record(job: Job, options: Options) -> dict:
         "input": job.input, "name": job.name, "status": "failed", "error": None,
         "outputs": {}, "method": options.method, "refine": options.refine,
         "camera": None, "shape": None, "pixels": None, "seconds": {},
-        "scale_note": None, "warnings": [], "peak_rss_mb": None,
+        "scale_note": None, "warnings": [], "peak_rss_mb": None, "convention": None,
     }
 
 
-def process(job: Job, options: Options, workers: int = 1) -> dict:
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`run_jobs`; ``records`` holds one record per input (``ok``,
+    ``failed``, ``skipped``, ``interrupted`` or ``not started``), all already reported."""
+
+    def __init__(self, records):
+        super().__init__()
+        self.records = records
+
+
+def not_started_record(job: Job, options: Options) -> dict:
+    """The record of an input that an interrupt kept from starting."""
+    rec = new_record(job, options)
+    rec.update(status="not started", error=f"{job.input}: not started (interrupted before it)")
+    return rec
+
+
+def all_outputs_complete(records: list, jobs: list[Job]) -> bool:
+    """Whether every planned output of every input was completed (after an interrupt:
+    exit 0 rather than 130). Failed inputs count as done: their failure is reported."""
+    for rec, job in zip(records, jobs):
+        if rec is None or rec["status"] == "not started":
+            return False
+        if rec["status"] == "interrupted" and set(rec["outputs"]) != set(job.outputs):
+            return False
+    return True
+
+
+def process(job: Job, options: Options, workers: int = 1, status=None, catch_interrupt: bool = False) -> dict:
     """Integrate one input and write its outputs; never raises (except KeyboardInterrupt
-    outside pool workers). Returns the JSON-ready record."""
+    outside pool workers, unless ``catch_interrupt``: then the record says
+    ``interrupted``). Returns the JSON-ready record. ``status`` (a
+    :class:`~.progress.LiveStatus`) is told the stages."""
     rec = new_record(job, options)
     if job.skip:
         rec.update(status="skipped", outputs={k: str(p) for k, p in job.outputs.items()})
         return rec
     if _STATE["interrupted"]:  # Ctrl-C reached this worker: start nothing new
-        rec.update(status="interrupted", error=f"{job.input}: interrupted")
+        rec.update(status="not started", error=f"{job.input}: not started (interrupted before it)")
         return rec
     # peak memory per input: the kernel's high-water mark is reset here (no gc first, which
     # takes ~0.1 s with torch loaded)
@@ -143,11 +172,12 @@ def process(job: Job, options: Options, workers: int = 1) -> dict:
     _STATE["busy"] = True
     t0 = time.perf_counter()
     try:
-        _integrate_and_write(job, options, rec, workers)
+        _integrate_and_write(job, options, rec, workers, status)
         rec["status"] = "ok"
     except KeyboardInterrupt:
-        if not _STATE["in_pool"]:
+        if not (_STATE["in_pool"] or catch_interrupt):
             raise
+        _STATE["interrupted"] = True
         # list the outputs that were renamed into place (complete) before the interrupt,
         # even if it struck between the rename and the bookkeeping
         for k, p in job.outputs.items():
@@ -203,9 +233,11 @@ def _normals_file(inp: str) -> Path:
     return find_in_folder(p)[0] if p.is_dir() else p
 
 
-def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int) -> None:
+def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, status=None) -> None:
     secs = rec["seconds"]
     t = time.perf_counter()
+    if status is not None:
+        status.stage("load")
     npath = _normals_file(job.input)
     if not npath.exists():
         raise FninError("file not found", npath)
@@ -220,7 +252,11 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int) ->
             shape = io.read_array(npath)[0].shape[:2]
         K = _make_K(options, shape)
     inp = load_input(job.input, mask=options.mask, K=K, ortho=options.ortho,
-                     pixel_size=options.pixel_size, convention=options.convention)
+                     pixel_size=options.pixel_size, convention=options.convention, channels=options.channels,
+                     float_encoding=options.float_encoding, allow_invalid=options.allow_invalid)
+    rec["convention"] = inp.convention
+    if inp.check is not None:
+        secs["check"] = inp.check["seconds"]
     if options.fx is not None:
         inp.source = str(npath)
     rec["shape"] = list(inp.shape)
@@ -243,26 +279,32 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int) ->
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
                     mean_depth=options.mean_depth, depth_at=options.depth_at, model=_STATE["model"],
-                    network_side=options.network_side)
+                    network_side=options.network_side,
+                    stage=None if status is None else status.stage,
+                    progress=None if status is None else status.iteration)
     for k, v in res.seconds.items():
         if k != "total":
             secs[k] = round(float(v), 4)
     secs["integrate"] = round(float(res.seconds.get("total", 0.0)), 4)
+    rec["refine"] = res.rounds          # rounds actually run (the default stops by its rule)
     rec["scale_note"] = res.scale_note
     rec["warnings"] = list(res.warnings)
     rec["pixels"] = res.pixels
 
     t = time.perf_counter()
-    write_outputs(job.outputs, inp, res, options, rec)
+    write_outputs(job.outputs, inp, res, options, rec, status)
     secs["write"] = round(time.perf_counter() - t, 4)
 
 
 # ------------------------------------------------------------------ many inputs
 
-def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None, on_start=None) -> list[dict]:
+def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None, on_start=None,
+             status=None) -> list[dict]:
     """Process every job; ``on_record(index, record)`` is called in input order as soon
-    as each record (and all before it) is ready. KeyboardInterrupt propagates after the
-    pool is shut down cleanly (the records done so far were already reported)."""
+    as each record (and all before it) is ready. On Ctrl-C, :class:`Interrupted` (a
+    KeyboardInterrupt) is raised after the pool is shut down cleanly and one record per
+    input was reported (``interrupted`` for those running, ``not started`` for the rest).
+    ``status``: a :class:`~.progress.LiveStatus` told each input's start, stages, end."""
     records: list = [None] * len(jobs)
     next_out = [0]
 
@@ -278,13 +320,29 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
         if j.skip:
             deliver(i, process(j, options))
     workers = max(1, min(int(workers), len(todo))) if todo else 1
+    def finish_interrupted():
+        # one record per input, in order: the finished ones, then those stopped or never started
+        for i in range(len(jobs)):
+            if records[i] is None:
+                deliver(i, not_started_record(jobs[i], options))
+        raise Interrupted(records)
+
     if workers == 1:
         restore = init_worker(options, in_pool=False) if todo else (lambda: None)
         try:
             for i in todo:
                 if on_start is not None:
                     on_start(i)
-                deliver(i, process(jobs[i], options))
+                if status is not None:
+                    status.start_input(jobs[i].name)
+                rec = process(jobs[i], options, status=status, catch_interrupt=True)
+                if status is not None:
+                    status.input_done()
+                deliver(i, rec)
+                if rec["status"] == "interrupted":
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            finish_interrupted()
         finally:
             restore()
         return records
@@ -309,6 +367,8 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
                 while queue and len(pending) < workers:
                     i = queue.popleft()
                     pending[pool.submit(process, jobs[i], options, workers)] = i
+                    if status is not None:
+                        status.start_input(", ".join(jobs[k].name for k in sorted(pending.values())))
                 done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
                 broken = False
                 for fut in sorted(done, key=pending.get):
@@ -320,6 +380,8 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
                         rec = new_record(jobs[i], options)
                         rec["error"] = (f"{jobs[i].input}: the worker process died ({type(exc).__name__}); "
                                         "out of memory? try fewer --jobs")
+                    if status is not None:
+                        status.input_done()
                     deliver(i, rec)
                 if broken:
                     pool.shutdown(wait=False, cancel_futures=True)
@@ -331,15 +393,23 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
                 except (OSError, AttributeError):
                     pass
             pool.shutdown(wait=True, cancel_futures=True)
-            # report what finished (complete files) or stopped, in input order, skipping the
-            # gaps of inputs never started
+            # report what finished (complete files) or stopped, then the inputs never started,
+            # one record per input in input order
             for fut, i in pending.items():
-                if records[i] is None and fut.done() and not fut.cancelled() and fut.exception() is None:
+                if records[i] is not None:
+                    continue
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
                     records[i] = fut.result()
+                elif not fut.cancelled():  # it was running: its worker stopped it
+                    rec = new_record(jobs[i], options)
+                    rec.update(status="interrupted", error=f"{jobs[i].input}: interrupted")
+                    records[i] = rec
             for i in range(next_out[0], len(jobs)):
-                if records[i] is not None and on_record is not None:
+                if records[i] is None:
+                    records[i] = not_started_record(jobs[i], options)
+                if on_record is not None:
                     on_record(i, records[i])
-            raise
+            raise Interrupted(records) from None
         pool.shutdown(wait=True)
     return records
 
@@ -347,5 +417,5 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
-            "seconds", "scale_note", "warnings", "peak_rss_mb")
+            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention")
     return {k: rec.get(k) for k in keys}

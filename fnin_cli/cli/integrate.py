@@ -12,7 +12,8 @@ import typer
 
 from ..batch.options import Options, UsageError, parse_depth_at
 from ..batch.plan import expand_inputs, plan_jobs
-from ..batch.runner import record_json, run_jobs
+from ..batch.progress import LiveStatus
+from ..batch.runner import all_outputs_complete, record_json, run_jobs
 from ..errors import FninError
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
 from .app import _die, _stderr_console, app
@@ -58,8 +59,16 @@ def integrate_cmd(
     ortho: bool = typer.Option(False, "--ortho", help="orthographic camera (ignore a folder's K.txt)"),
     pixel_size: Optional[float] = typer.Option(None, "--pixel-size",
                                                help="orthographic: size of one pixel (default 1)"),
-    convention: str = typer.Option("ps", "--convention", help="normal-map file convention: ps (x right, y up, "
-                                   "z to viewer; DiLiGenT), opencv, directx (aliases opengl, green-up, green-down)"),
+    convention: str = typer.Option("auto", "--convention", help="normal-map file convention: auto (ps unless the "
+                                   "data clearly integrate only under another decoding; says so), ps (x right, y up, "
+                                   "z to viewer; DiLiGenT), opencv, directx (aliases opengl, green-up, green-down); "
+                                   "an explicit one is checked strictly"),
+    channels: Optional[str] = typer.Option(None, "--channels", help="channel order rgb (default) or bgr, or three "
+                                           "EXR channel names such as N.X,N.Y,N.Z"),
+    float_encoding: str = typer.Option("raw", "--float-encoding", help="float files (EXR/NPY/TIFF): raw normals, or "
+                                       "half = stored as (n+1)/2"),
+    allow_invalid: bool = typer.Option(False, "--allow-invalid", help="go on when over 2% of the masked normals are "
+                                       "invalid (NaN, zero, not unit length); they are dropped"),
     method: str = typer.Option(DEFAULT_METHOD, "--method", "-m", help=method_help()),
     refine: Optional[int] = typer.Option(
         None, "--refine", help="BiNI rounds started from the method's result (default: fnin's own "
@@ -92,7 +101,8 @@ def integrate_cmd(
     try:
         opts = Options(
             mask=None if mask is None else str(mask), K=None if K is None else str(K), fx=fx, fy=fy, cx=cx, cy=cy,
-            ortho=ortho, pixel_size=pixel_size, convention=convention, method=method.lower(), refine=refine,
+            ortho=ortho, pixel_size=pixel_size, convention=convention, channels=channels,
+            float_encoding=float_encoding.lower(), allow_invalid=allow_invalid, method=method.lower(), refine=refine,
             device=device.lower(), network_side=network_side, model=None if model is None else str(model),
             mean_depth=mean_depth,
             depth_at=None if depth_at is None else parse_depth_at(depth_at), colors=colors, cut=cut, force=force,
@@ -137,58 +147,50 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
             pass
 
     many = len(plan) > 1
-    progress = None
-    if many and not quiet and console.is_terminal:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        progress = Progress(TextColumn("[bold]integrate"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console,
-                            transient=True)
-        task = progress.add_task("integrate", total=len(plan), info="")
-        progress.start()
-
-    def on_start(i):
-        if progress is not None:
-            progress.update(task, info=plan[i].name)
+    # the live status: stderr on a terminal only, not with --quiet; per-input stages when
+    # the inputs run in this process (--jobs 1), a bar across inputs when there are several
+    status = LiveStatus(console, len(plan), enabled=not quiet and console.is_terminal,
+                        per_input=jobs == 1 or len(plan) == 1)
 
     def on_record(i, rec):
         if json_out:
             sys.stdout.write(json.dumps(record_json(rec)) + "\n")
             sys.stdout.flush()
-        out_console = progress.console if progress is not None else console
         for w in rec["warnings"]:
-            out_console.print(f"warning: {rec['input']}: {w}", markup=False, highlight=False, soft_wrap=True)
+            status.print(f"warning: {rec['input']}: {w}")
         if rec["status"] == "failed":
-            out_console.print(f"error: {rec['error']}", markup=False, highlight=False, soft_wrap=True)
+            status.print(f"error: {rec['error']}")
             if opts.debug and rec.get("traceback"):
-                out_console.print(rec["traceback"], markup=False, highlight=False, soft_wrap=True)
+                status.print(rec["traceback"])
         elif not quiet:
             files = ", ".join(rec["outputs"].values())
             if rec["status"] == "skipped":
-                out_console.print(f"skipped {rec['input']}: outputs exist ({files})", markup=False, soft_wrap=True,
-                                  highlight=False)
+                status.print(f"skipped {rec['input']}: outputs exist ({files})")
             elif rec["status"] == "ok":
                 px = rec["pixels"] or 0
-                out_console.print(f"ok {rec['input']} -> {files} ({rec['seconds'].get('total', 0):.2f} s, "
-                                  f"{px:,} px; {rec['scale_note']})", markup=False, highlight=False, soft_wrap=True)
-        if progress is not None:
-            progress.update(task, advance=1)
+                status.print(f"ok {rec['input']} -> {files} ({rec['seconds'].get('total', 0):.2f} s, "
+                             f"{px:,} px; {rec['scale_note']})")
 
     t0 = time.perf_counter()
     try:
-        records = run_jobs(plan, opts, workers=jobs, on_record=on_record, on_start=on_start)
-    except KeyboardInterrupt:
-        if progress is not None:
-            progress.stop()
-        console.print("interrupted: finished outputs are complete, nothing partial was left", markup=False,
-                      soft_wrap=True, highlight=False)
-        return 130
+        status.open()
+        records = run_jobs(plan, opts, workers=jobs, on_record=on_record, status=status)
+    except KeyboardInterrupt as exc:
+        status.close()
+        records = getattr(exc, "records", None)
+        done = records is not None and all_outputs_complete(records, plan)
+        console.print("interrupted: " + ("every output was complete" if done else
+                                         "finished outputs are complete, nothing partial was left"),
+                      markup=False, soft_wrap=True, highlight=False)
+        if not done:
+            return 130
+        return 1 if any(r["status"] == "failed" for r in records) else 0
     finally:
-        if progress is not None:
-            progress.stop()
+        status.close()
     wall = time.perf_counter() - t0
-    if any(r["status"] == "interrupted" for r in records):
-        return 130
+    if any(r["status"] in ("interrupted", "not started") for r in records):
+        if not all_outputs_complete(records, plan):
+            return 130
     failed = sum(r["status"] == "failed" for r in records)
     if many and not quiet:
         _print_summary(console, records, wall, jobs)

@@ -89,7 +89,6 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
     """
     from pyamg.aggregation import fit_candidates, standard_aggregation
     from pyamg.multilevel import MultilevelSolver
-    from pyamg.relaxation.smoothing import change_smoothers
     from pyamg.strength import symmetric_strength_of_connection
 
     A = sp.csr_matrix(A)
@@ -122,10 +121,41 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         level.P, level.R = P, R
         A = sp.csr_matrix(R @ (A @ P))
         A.sort_indices()
+    return _multilevel(levels)
+
+
+def _multilevel(levels):
+    """A V-cycle solver over ``levels``: symmetric Gauss-Seidel sweeps, sparse LU at the bottom."""
+    from pyamg.multilevel import MultilevelSolver
+    from pyamg.relaxation.smoothing import change_smoothers
+
     ml = MultilevelSolver(levels, coarse_solver="splu")
     smoother = ("gauss_seidel", {"sweep": "symmetric"})
     change_smoothers(ml, smoother, smoother)
     return ml
+
+
+def refresh_hierarchy(ml, A):
+    """The hierarchy ``ml`` with its operators rebuilt for a new matrix ``A``.
+
+    The prolongators (aggregates and their smoothing) of ``ml`` are kept; each level's
+    operator is the Galerkin product R A P of the new matrix, so the V-cycle stays a
+    symmetric positive-definite preconditioner for ``A``. Between IRLS rounds only the
+    weights change, and this skips the aggregation and the prolongator smoothing
+    (docs/decisions.md#refine-hierarchy).
+    """
+    from pyamg.multilevel import MultilevelSolver
+
+    levels = []
+    for old in ml.levels:
+        level = MultilevelSolver.Level()
+        level.A = A
+        if hasattr(old, "P"):
+            level.P, level.R = old.P, old.R
+            A = sp.csr_matrix(old.R @ (A @ old.P))
+            A.sort_indices()
+        levels.append(level)
+    return _multilevel(levels)
 
 
 def amg_preconditioner(A):
@@ -133,19 +163,23 @@ def amg_preconditioner(A):
     return sa_hierarchy(A).aspreconditioner(cycle="V").matvec
 
 
-def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm=None):
+def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm=None, hierarchy=None):
     """Solve the SPD system with one of: ``amg`` (pyamg smoothed-aggregation PCG),
     ``jacobi`` (diagonal PCG), ``direct`` (sparse LU),
     ``torch[:device]`` (diagonal PCG in torch, for GPUs); ``auto`` is ``amg``.
 
     BLAS is held to one thread meanwhile: on two loaded vCPUs a threaded BLAS made the
     AMG setup 10-30x slower here (0.18 s -> 1.2-9 s for one DiLiGenT object).
+
+    ``hierarchy``: a dict kept across calls whose matrices share one sparsity pattern
+    (IRLS rounds): the first ``amg`` call stores its hierarchy there and later calls
+    only refresh its operators (:func:`refresh_hierarchy`).
     """
     with limit_threads(1, torch=False, env=False):
-        return _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm)
+        return _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy)
 
 
-def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm):
+def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
     t0 = time.perf_counter() if t0 is None else t0
     if method == "auto":
         method = "amg"
@@ -163,7 +197,13 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm):
         x, it, res = pcg(A, b, x0, lambda r: inv_diag * r, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)
     if method == "amg":
-        M = amg_preconditioner(A)
+        if hierarchy is None:
+            M = amg_preconditioner(A)
+        else:
+            ml = hierarchy.get("ml")
+            ml = sa_hierarchy(A) if ml is None else refresh_hierarchy(ml, A)
+            hierarchy["ml"] = ml
+            M = ml.aspreconditioner(cycle="V").matvec
         t1 = time.perf_counter()
         x, it, res = pcg(A, b, x0, M, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)

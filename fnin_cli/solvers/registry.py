@@ -46,6 +46,16 @@ class MethodOutput:
 
 
 @dataclass(frozen=True)
+class Rounds:
+    """BiNI rounds after a method's result (``--refine``): at most ``max_rounds``,
+    stopping early once the relative change of BiNI's energy falls below ``tol``
+    (0: always all of them, as an explicit ``--refine N``)."""
+
+    max_rounds: int
+    tol: float = 0.0
+
+
+@dataclass(frozen=True)
 class Method:
     """One integration method.
 
@@ -61,6 +71,8 @@ class Method:
         Peak memory per masked pixel beyond loading (measured; ``batch.memory``).
     label : str
         How ``--help`` lists it.
+    rounds : Rounds
+        The BiNI rounds it runs when ``--refine`` is not given.
     """
 
     name: str
@@ -68,6 +80,7 @@ class Method:
     needs_network: bool
     bytes_per_pixel: int
     label: str
+    rounds: Rounds = Rounds(0)
 
 
 def _run_wls(system, inp, a: RunArgs) -> MethodOutput:
@@ -90,9 +103,13 @@ def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
     return MethodOutput(z, weights, disc, 1, seconds)
 
 
+# fnin's rounds when --refine is not given: the most accurate rule within a quarter of
+# bini's time on fresh validation-mesh scenes (docs/decisions.md#default-rounds).
+DEFAULT_ROUNDS = Rounds(0)
+
 # bytes per masked pixel: measured peaks, rounded up (docs/decisions.md#memory-estimates)
 REGISTRY = (
-    Method("fnin", _run_fnin, True, 800, "fnin"),
+    Method("fnin", _run_fnin, True, 800, "fnin", DEFAULT_ROUNDS),
     Method("fnin-s", _run_fnin, True, 800, "fnin-s"),
     Method("bini", _run_bini, False, 700, "bini"),
     Method("wls", _run_wls, False, 650, "wls (smooth)"),

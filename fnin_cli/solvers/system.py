@@ -140,8 +140,10 @@ class NormalSystem:
         method: str = "amg",
         rtol: float = 1e-6,
         maxiter: int = 5000,
+        hierarchy: dict | None = None,
     ) -> tuple[np.ndarray, SolveInfo]:
-        """Minimise the weighted objective; returns (z, info)."""
+        """Minimise the weighted objective; returns (z, info). ``hierarchy``: see
+        :func:`~fnin_cli.solvers.linear.solve_spd` (AMG reused across IRLS rounds)."""
         t0 = time.perf_counter()
         A = self.matrix(weights, lam)
         b = self.rhs(weights, lam, None)
@@ -152,7 +154,8 @@ class NormalSystem:
             b = b + lam * z_prior
         if x0 is None:
             x0 = z_prior if z_prior is not None else np.zeros(self.n)
-        return solve_spd(A, b, x0, method=method, rtol=rtol, maxiter=maxiter, t0=t0, ref_norm=ref)
+        return solve_spd(A, b, x0, method=method, rtol=rtol, maxiter=maxiter, t0=t0, ref_norm=ref,
+                         hierarchy=hierarchy)
 
     def to_image(self, values: np.ndarray, fill=np.nan) -> np.ndarray:
         img = np.full(self.shape, fill, dtype=np.float64)

@@ -1,0 +1,132 @@
+"""Choose fnin's default rounds (docs/decisions.md#default-rounds).
+
+Runs FNIN's one-shot and then 24 BiNI rounds (the AMG hierarchy refreshed between
+rounds, as ``pipeline.integrate`` does) on fresh scenes rendered from the validation
+meshes, records each round's per-object error and time, and ``bini`` beside it; then
+applies the rule written down before the measurement. Usage::
+
+    python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--out results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from fnin_cli.bench.cases import align_and_errors
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene
+from fnin_cli.pipeline import build_input, classic_lambda, integrate
+from fnin_cli.resources import limit_threads
+from fnin_cli.solvers.bini import bini_weights
+from fnin_cli.solvers.system import NormalSystem
+from fnin_cli.train.config import VAL_SEED0
+
+MAX_ROUNDS = (0, 2, 4, 6, 8, 12, 16, 24)
+TOLS = (0.0, 1e-3, 1e-2)
+SEED0 = VAL_SEED0 + 500_000
+MIN_OBJECT_PIXELS = 200
+
+
+def object_error(z_img, sc, perspective: bool) -> float:
+    """Mean over objects of the aligned MADE over the object's depth spread."""
+    est = np.exp(z_img) if perspective else z_img
+    errs = []
+    for o in np.unique(sc.object_id[sc.mask]):
+        m = sc.mask & (sc.object_id == o)
+        if m.sum() < MIN_OBJECT_PIXELS:
+            continue
+        gt = np.where(m, sc.depth, np.nan)
+        made = align_and_errors(np.where(m, est, np.nan), gt, m, perspective)["made"]
+        g = sc.depth[m]
+        errs.append(made / max(float(np.mean(np.abs(g - np.median(g)))), 1e-12))
+    return float(np.mean(errs))
+
+
+def trajectory(sc, rounds: int):
+    """(one-shot seconds, [(cumulative round seconds, energy change, error)], bini (seconds, error))."""
+    inp = build_input(sc.normals, None, sc.mask, sc.K)
+    persp = sc.K is not None
+    t0 = time.perf_counter()
+    res = integrate(inp, "fnin", refine=0)
+    t_one = time.perf_counter() - t0
+    system = NormalSystem(inp.normals, inp.mask, inp.camera)
+    lam = classic_lambda(inp.camera, inp.shape)
+    z0 = res.z[inp.mask]
+    steps = [(0.0, np.inf, object_error(res.z, sc, persp))]
+    # the loop of solvers.bini.integrate_bini, with the error recorded after each round
+    t1 = time.perf_counter()
+    z, cache, t_rounds = z0.copy(), {}, 0.0
+    w = bini_weights(system, z)
+    energy = system.energy(z, w)
+    for _ in range(rounds):
+        z, _ = system.solve(w, lam=lam, z_prior=z0, x0=z, method="amg", rtol=1e-3, maxiter=5000, hierarchy=cache)
+        w = bini_weights(system, z)
+        new = system.energy(z, w)
+        rel = abs(energy - new) / energy if energy > 0 else 0.0
+        energy = new
+        t_rounds += time.perf_counter() - t1
+        steps.append((t_rounds, rel, object_error(system.to_image(z), sc, persp)))
+        t1 = time.perf_counter()
+    t0 = time.perf_counter()
+    rb = integrate(inp, "bini")
+    t_bini = time.perf_counter() - t0
+    return t_one, steps, (t_bini, object_error(rb.z, sc, persp))
+
+
+def apply_rule(records):
+    """Every candidate's (error, seconds) and the chosen one, by the rule."""
+    bini_s = sum(r["bini"][0] for r in records)
+    table = []
+    for n in MAX_ROUNDS:
+        for tol in TOLS:
+            errs, secs = [], 0.0
+            for r in records:
+                k = 0
+                while k < n:
+                    k += 1
+                    if r["steps"][k][1] < tol:
+                        break
+                errs.append(r["steps"][k][2])
+                secs += r["one_shot"] + r["steps"][k][0]
+            table.append({"max_rounds": n, "tol": tol, "error": float(np.mean(errs)), "seconds": secs,
+                          "time_vs_bini": secs / bini_s})
+    ok = [c for c in table if c["time_vs_bini"] <= 0.25]
+    best = min(c["error"] for c in ok)
+    chosen = min((c for c in ok if c["error"] <= 1.01 * best), key=lambda c: c["seconds"])
+    return {"bini": {"error": float(np.mean([r["bini"][1] for r in records])), "seconds": bini_s},
+            "candidates": table, "chosen": chosen}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
+    ap.add_argument("--scenes", type=int, default=16)
+    ap.add_argument("--size", type=int, default=384)
+    ap.add_argument("--out", default="benchmarks/results/default_rounds.json")
+    a = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
+    records = []
+    with limit_threads(1):
+        for i in range(a.scenes):
+            sc = make_mesh_scene(SEED0 + i, meshes, a.size)
+            t_one, steps, bini = trajectory(sc, max(MAX_ROUNDS))
+            records.append({"seed": SEED0 + i, "one_shot": t_one, "steps": steps, "bini": bini})
+            print(i, f"one-shot {steps[0][2]:.4f} ({t_one:.2f} s)", f"24 rounds {steps[-1][2]:.4f} ({steps[-1][0]:.2f} s)",
+                  f"bini {bini[1]:.4f} ({bini[0]:.2f} s)", flush=True)
+    summary = apply_rule(records)
+    with open(a.out, "w") as fh:
+        json.dump({"records": records, **summary}, fh, indent=1)
+    for c in summary["candidates"]:
+        print(c)
+    print("bini", summary["bini"])
+    print("chosen", summary["chosen"])
+
+
+if __name__ == "__main__":
+    main()
