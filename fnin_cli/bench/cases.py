@@ -71,6 +71,48 @@ def align_and_errors(est, gt, mask, perspective: bool) -> dict:
     return out
 
 
+def align_objects(est, gt, mask, object_id, perspective: bool, names=None) -> dict:
+    """:func:`align_and_errors` per object: each object of ``object_id`` (-1 = none) is
+    aligned on its own pixels (median scale or offset), since the relative offset of
+    separate objects is unknowable from normals. ``made`` is the mean of the objects'
+    MADEs; ``median``, ``p95``, ``rmse`` and ``abs_error`` pool the aligned errors of all
+    objects; ``scale``/``offset`` are the first object's; ``objects`` lists each object's
+    ``made``, ``pixels`` and ``scale``/``offset`` (keyed by ``names`` or the object id).
+    """
+    mask = np.asarray(mask, bool)
+    object_id = np.asarray(object_id)
+    ids = [int(k) for k in np.unique(object_id[mask]) if k >= 0]
+    if len(ids) <= 1:
+        return align_and_errors(est, gt, mask, perspective)
+    per, objects = [], {}
+    for k in ids:
+        try:
+            e = align_and_errors(est, gt, mask & (object_id == k), perspective)
+        except FninError:          # an object without estimate or ground truth: not scored
+            continue
+        per.append(e)
+        key = names[k] if names is not None and k < len(names) else str(k)
+        if key in objects:
+            key = f"{key}#{k}"
+        objects[key] = {"made_mm": e["made"], "pixels": e["pixels"],
+                        ("scale" if perspective else "offset"): e["scale" if perspective else "offset"]}
+    if not per:
+        raise FninError("no pixel has both ground truth and an estimate inside the mask")
+    img = np.full(np.shape(gt), np.nan)
+    for e in per:
+        ok = np.isfinite(e["abs_error"])
+        img[ok] = e["abs_error"][ok]
+    err = img[np.isfinite(img)]
+    has_gt = mask & np.isfinite(np.asarray(gt, np.float64))
+    out = {"pixels": int(err.size), "missing": int(has_gt.sum()) - int(err.size),
+           "made": float(np.mean([e["made"] for e in per])), "median": float(np.median(err)),
+           "p95": float(np.percentile(err, 95)), "rmse": float(np.sqrt(np.mean(err * err))),
+           "abs_error": img, "objects": objects}
+    k0 = "scale" if perspective else "offset"
+    out[k0] = per[0][k0]
+    return out
+
+
 def unknown_made(inp, gt, z_img) -> float:
     """MADE of a solve's unknown (an image, as ``NormalSystem.to_image`` gives it) after
     the pipeline's default scale fix: how the benchmark scripts score a bare solve."""
@@ -82,19 +124,37 @@ def unknown_made(inp, gt, z_img) -> float:
 
 @dataclass(frozen=True)
 class Case:
-    """One benchmark case: a folder with ground truth, or a built-in synthetic scene."""
+    """One benchmark case: a folder with ground truth, a built-in synthetic scene, or a
+    view rendered from a mesh folder (``kind`` "mesh": ``path`` = the mesh folder, ``name``
+    = the view's case name; rendered where it is loaded, so ``--isolate`` children render
+    it themselves; ``size``/``views``: a smaller view set, for tests)."""
 
     name: str
-    kind: str                         # "folder" or "synthetic"
+    kind: str                         # "folder", "synthetic" or "mesh"
     path: str | None = None
     seed: int | None = None
     size: int | None = None
     ortho: bool = False
     pixel_size: float | None = None
     convention: str = "ps"
+    views: int | None = None
+
+    def object_ids(self):
+        """Per-pixel object ids (-1 = none) for a case whose objects are aligned one by
+        one (mesh scenes), and the objects' names; (None, None) otherwise."""
+        if self.kind != "mesh":
+            return None, None
+        scene, _ = _mesh_view(self)
+        names = self.name.rsplit("_", 3)[0].split("+")
+        return scene.object_id, names
 
     def load(self):
         """(Input, ground-truth depth) of this case."""
+        if self.kind == "mesh":
+            scene, pixel_size = _mesh_view(self)
+            return build_input(scene.normals, mask=scene.mask, K=scene.K,
+                               pixel_size=None if scene.K is not None else pixel_size,
+                               source=self.name), scene.depth
         if self.kind == "synthetic":
             scene = make_scene(self.seed, self.size, self.size, ortho_prob=1.0 if self.ortho else 0.0)
             gt = scene.depth
@@ -124,10 +184,69 @@ class Case:
 
     @property
     def units(self) -> str:
+        if self.kind == "mesh":
+            return "mm (rendered meshes, 100-200 mm objects)"
         if self.kind == "synthetic":
             return ("scene units (orthographic, image 1 unit wide)" if self.ortho
                     else "scene units (perspective, mean depth ~1)")
         return "mm (ground-truth units)"
+
+
+# ------------------------------------------------------------------ mesh renders
+
+_MESH_VIEWS = {}
+
+
+def mesh_view_set(meshes_dir, size=None, views=None) -> list:
+    """[(case name, MeshScene, pixel size)] of ``fnin bench meshes``: the fixed benchmark
+    views (``data.mesh_scenes.bench_scenes``) of the folder's validation meshes (for
+    ``shared/data/meshes``: ``VALIDATION_MESHES``), rendered once per process. ``size``
+    (a height) and ``views`` (the first N views) make a smaller set, for tests."""
+    from ..data import mesh_scenes
+
+    key = (str(meshes_dir), size, views)
+    if key not in _MESH_VIEWS:
+        folder = Path(meshes_dir)
+        if not folder.is_dir():
+            raise FninError("mesh folder not found (--meshes takes a folder of .npz/.ply/.obj/.stl/.off "
+                            "meshes, e.g. ../shared/data/meshes)", folder)
+        names = sorted({p.stem for p in folder.iterdir()
+                        if p.is_file() and p.suffix.lower() in mesh_scenes.MESH_SUFFIXES})
+        if not names:
+            raise FninError("no meshes (.npz/.ply/.obj/.stl/.off) in this folder", folder)
+        val = mesh_scenes.split_names(names)[1]
+        if not val:
+            raise FninError(f"none of its meshes ({', '.join(names)}) is in the validation split "
+                            f"({', '.join(mesh_scenes.VALIDATION_MESHES)}, or a name hashed to it); "
+                            "the benchmark renders validation meshes only", folder)
+        table = list(mesh_scenes.BENCH_VIEWS)
+        if size is not None:
+            table = [(int(size), max(8, round(int(size) * w / h)), o, n) for h, w, o, n in table]
+        if views is not None:
+            table = table[:int(views)]
+        saved = mesh_scenes.BENCH_VIEWS
+        mesh_scenes.BENCH_VIEWS = table     # bench_scenes reads its view table from the module
+        try:
+            _MESH_VIEWS[key] = mesh_scenes.bench_scenes(folder, names=val)
+        finally:
+            mesh_scenes.BENCH_VIEWS = saved
+    return _MESH_VIEWS[key]
+
+
+def _mesh_view(case: "Case"):
+    for name, scene, pixel_size in mesh_view_set(case.path, case.size, case.views):
+        if name == case.name:
+            return scene, pixel_size
+    raise FninError(f"no benchmark view '{case.name}' in this mesh folder", case.path)
+
+
+def mesh_cases(meshes_dir=None, size=None, views=None) -> list:
+    """The cases of ``fnin bench meshes`` (default folder: ``mesh_scenes.DEFAULT_MESH_DIR``)."""
+    from ..data.mesh_scenes import DEFAULT_MESH_DIR
+
+    folder = str(Path(meshes_dir).expanduser() if meshes_dir is not None else DEFAULT_MESH_DIR)
+    return [Case(name, "mesh", path=folder, size=size, views=views)
+            for name, _, _ in mesh_view_set(folder, size, views)]
 
 
 def diligent_dir(data=None) -> Path:
@@ -159,13 +278,17 @@ def _folder_case(folder: Path, pixel_size=None, convention="ps") -> Case:
     return Case(folder.name, "folder", path=str(folder), pixel_size=pixel_size, convention=convention)
 
 
-def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps") -> tuple:
-    """``(dataset name, [Case])`` for ``diligent``, ``synthetic`` or a folder of cases.
+def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps", meshes=None,
+                  mesh_size=None, mesh_views=None) -> tuple:
+    """``(dataset name, [Case])`` for ``diligent``, ``synthetic``, ``meshes`` (renders of
+    the mesh folder ``meshes``) or a folder of cases.
 
     Raises :class:`FninError` with a one-line message when the data is missing.
     """
     if source == "synthetic":
         return "synthetic", synthetic_cases()
+    if source == "meshes":
+        return "meshes", mesh_cases(meshes, mesh_size, mesh_views)
     if source == "diligent":
         root = diligent_dir(data)
         missing = [o for o in DILIGENT_OBJECTS
@@ -179,7 +302,7 @@ def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps
         return "diligent", [_folder_case(root / o, pixel_size, convention) for o in DILIGENT_OBJECTS]
     root = Path(source).expanduser()
     if not root.is_dir():
-        raise FninError(f"unknown benchmark '{source}': use diligent, synthetic or a folder of cases")
+        raise FninError(f"unknown benchmark '{source}': use diligent, meshes, synthetic or a folder of cases")
     folders = [root] if _is_case_folder(root) else sorted(p for p in root.iterdir() if p.is_dir()
                                                            and _is_case_folder(p))
     cases = [_folder_case(f, pixel_size, convention) for f in folders if (f / GT_FILE).exists()]

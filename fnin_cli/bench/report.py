@@ -59,8 +59,8 @@ def write_case_outputs(out_dir: Path, case: Case, method: str, res, err: dict, m
     folder.mkdir(parents=True, exist_ok=True)
     outputs = {}
     outputs["depth"] = str(write_array(folder / f"{method}.depth.npy", res.depth, force=True))
-    vmax = ERROR_CLIP_MM if case.kind == "folder" else ERROR_CLIP_MM * 1e-3
-    unit = "mm" if case.kind == "folder" else "units"
+    vmax = ERROR_CLIP_MM if case.kind in ("folder", "mesh") else ERROR_CLIP_MM * 1e-3
+    unit = "mm" if case.kind in ("folder", "mesh") else "units"
     error_map_png(folder / f"{method}.error.png", err["abs_error"], vmax,
                   f"{case.name} {method} |error| MADE {err['made']:.4g} {unit}")
     outputs["error_map"] = str(folder / f"{method}.error.png")

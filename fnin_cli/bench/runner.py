@@ -46,12 +46,38 @@ from .. import __version__
 from ..errors import FninError
 from ..pipeline import integrate
 from ..resources import PeakMemory, THREAD_ENV, cuda_synchronize, limit_threads
-from ..solvers.registry import BY_NAME, METHODS
-from .cases import Case, align_and_errors, resolve_cases
+from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
+from .cases import Case, align_and_errors, align_objects, resolve_cases
 from .report import summary_png, write_case_outputs
 
 DEFAULT_METHODS = ("fnin", "fnin-s", "bini", "wls")   # the methods a bench runs by default
 WARMUP_CASE = (101, False, 64)       # seed, orthographic, size of the untimed warm-up scene
+DEFAULT_KEY = "default"              # what `fnin integrate` runs with no method or refine flags
+
+
+def parse_methods(text) -> list:
+    """``--methods``: a comma-separated string (or a list) of method names and ``default``;
+    raises :class:`FninError` naming the unknown ones."""
+    wanted = [m.strip() for m in text.split(",")] if isinstance(text, str) else [str(m).strip() for m in text]
+    wanted = [m for m in wanted if m]
+    bad = [m for m in wanted if m != DEFAULT_KEY and m not in METHODS]
+    if bad or not wanted:
+        raise FninError(f"unknown method '{', '.join(bad)}'; use some of {DEFAULT_KEY}, {', '.join(METHODS)}")
+    return wanted
+
+
+def method_call(method: str, refine):
+    """(registry method, refine) that a bench entry runs: ``default`` is exactly what
+    ``fnin integrate`` runs with no method or refine flags (``DEFAULT_METHOD``, refine None =
+    the method's default rounds), whatever the bench's ``--refine``; any other method runs
+    with the bench's ``refine`` (None = its default rounds, 0 = none)."""
+    if method == DEFAULT_KEY:
+        return DEFAULT_METHOD, None
+    return method, refine
+
+
+def _needs_network(method: str) -> bool:
+    return BY_NAME[method_call(method, None)[0]].needs_network
 
 
 # ------------------------------------------------------------------ machine
@@ -79,7 +105,7 @@ def _cpu_model() -> str:
 def resolve_device(device: str, methods) -> str:
     """The device the network methods run on (wls/bini always use the CPU; an unavailable
     device falls back to the CPU)."""
-    if not any(BY_NAME[m].needs_network for m in methods) or device == "cpu":
+    if not any(_needs_network(m) for m in methods) or device == "cpu":
         return "cpu"
     from ..model.weights import resolve_device as torch_device   # torch only for network methods
 
@@ -130,32 +156,42 @@ def _model_info(model_path) -> dict:
 def _model_for(method: str, device: str, model_path):
     """The FNIN weights at ``model_path`` for a network method (None: the bundled ones)."""
 
-    if model_path is None or not BY_NAME[method].needs_network:
+    if model_path is None or not _needs_network(method):
         return None
     from ..model.weights import load_model
 
     return load_model(model_path, device)
 
 
-def _warm_up(method: str, device: str, refine: int, model_path=None):
+def _integrate(inp, method: str, refine, device, model):
+    name, rounds = method_call(method, refine)
+    return integrate(inp, name, refine=rounds, device=device, model=model)
+
+
+def _warm_up(method: str, device: str, refine, model_path=None):
     seed, ortho, size = WARMUP_CASE
     inp, _ = Case("warmup", "synthetic", seed=seed, size=size, ortho=ortho).load()
-    integrate(inp, method, refine=refine, device=device, model=_model_for(method, device, model_path))
+    _integrate(inp, method, refine, device, _model_for(method, device, model_path))
 
 
-def run_one(case: Case, method: str, refine: int = 0, device: str = "auto", out_dir=None,
+def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=None,
             mesh: bool = False, model_path=None) -> dict:
-    """Load, integrate, measure and (optionally) write one case with one method."""
+    """Load, integrate, measure and (optionally) write one case with one method
+    (``default`` or a registry method; ``refine`` None = the method's default rounds)."""
     t0 = time.perf_counter()
     inp, gt = case.load()
+    object_id, names = case.object_ids()
     t_load = time.perf_counter() - t0
     model = _model_for(method, device, model_path)   # loading it is not timed (as the bundled one's cache)
     with PeakMemory() as mem:
         t1 = time.perf_counter()
-        res = integrate(inp, method, refine=refine, device=device, model=model)
+        res = _integrate(inp, method, refine, device, model)
         cuda_synchronize()
         seconds = time.perf_counter() - t1
-    err = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)
+    if object_id is not None:
+        err = align_objects(res.depth, gt, res.mask, object_id, inp.camera.perspective, names)
+    else:
+        err = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)
     # the same keys for every method: 0 where a method has no such stage or nothing is written
     stages = {"load": t_load, "network": 0.0, "solve": 0.0, "write": 0.0}
     stages.update({k: float(v) for k, v in res.seconds.items() if k != "total"})
@@ -169,6 +205,10 @@ def run_one(case: Case, method: str, refine: int = 0, device: str = "auto", out_
         "perspective": bool(inp.camera.perspective),
     }
     rec["scale" if inp.camera.perspective else "offset"] = err["scale" if inp.camera.perspective else "offset"]
+    if "objects" in err:   # aligned one by one; made_mm is the mean of the objects' MADEs
+        rec["objects"] = err["objects"]
+    if method == DEFAULT_KEY:
+        rec["runs"] = {"method": DEFAULT_METHOD, "refine": None}
     if mem.device_peak is not None:
         rec["peak_device_mb"] = mem.device_peak
     if out_dir is not None:
@@ -185,7 +225,7 @@ def _child_main():
     """Entry of an ``--isolate`` subprocess: one JSON job on stdin, one record on stdout."""
     job = json.loads(sys.stdin.read())
     # a child of its own: nothing to restore
-    threads = limit_threads(job["threads"], torch=True if BY_NAME[job["method"]].needs_network else None)
+    threads = limit_threads(job["threads"], torch=True if _needs_network(job["method"]) else None)
     try:
         if job["warmup"]:
             _warm_up(job["method"], job["device"], job["refine"], job["model"])
@@ -218,23 +258,22 @@ def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, 
 # ------------------------------------------------------------------ the benchmark
 
 def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = True, out_dir=None,
-              mesh: bool = False, progress=None, refine: int = 0, device: str = "auto",
+              mesh: bool = False, progress=None, refine=None, device: str = "auto",
               isolate: bool = False, dataset: str | None = None, model_path=None) -> dict:
     """Run every method on every case; return the report (SPEC's JSON schema).
 
     ``cases`` is a list of :class:`Case` or a source name for :func:`resolve_cases`.
     ``progress(done, total, case, method)`` is called before each run and once at the end
     (with ``case=method=None``). ``model_path``: FNIN weights for the network methods
-    (default: the bundled ones).
+    (default: the bundled ones). ``methods`` may hold ``default`` (what ``fnin integrate``
+    runs with no method or refine flags); ``refine``: BiNI rounds after every other method
+    (None = each method's default, 0 = none).
     """
 
     if isinstance(cases, str):
         dataset, cases = resolve_cases(cases)
     cases = list(cases)
-    methods = list(methods)
-    bad = [m for m in methods if m not in METHODS]
-    if bad or not methods:
-        raise FninError(f"unknown method '{', '.join(bad)}'; use some of {', '.join(METHODS)}")
+    methods = parse_methods(list(methods))
     if threads < 1:
         raise FninError(f"--threads must be at least 1, got {threads}")
     if out_dir is not None:
@@ -245,7 +284,7 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
     import pyamg  # noqa: F401
     import scipy.sparse.linalg  # noqa: F401
 
-    if any(BY_NAME[m].needs_network for m in methods) and not isolate:
+    if any(_needs_network(m) for m in methods) and not isolate:
         import torch  # noqa: F401
     thread_limit = limit_threads(threads)
     total = len(cases) * len(methods)
@@ -261,7 +300,7 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
         "warmup": None,
         "refine": refine,
         "isolate": isolate,
-        "model": _model_info(model_path) if any(BY_NAME[m].needs_network for m in methods) else None,
+        "model": _model_info(model_path) if any(_needs_network(m) for m in methods) else None,
         "cases": {},
         "mean": {},
     }

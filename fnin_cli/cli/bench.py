@@ -10,24 +10,34 @@ import typer
 
 from ..bench.cases import resolve_cases
 from ..bench.report import rich_table, write_csv, write_json
-from ..bench.runner import failed_runs, run_bench
+from ..bench.runner import failed_runs, parse_methods, run_bench
 from ..errors import FninError
 from .app import _die, _stderr_console, app
 
 
 @app.command(no_args_is_help=True)
 def bench(
-    source: str = typer.Argument(..., metavar="diligent|synthetic|DIR",
-                                 help="diligent, synthetic, or a folder of cases with depth_gt.npz"),
+    source: str = typer.Argument(..., metavar="diligent|meshes|synthetic|DIR",
+                                 help="diligent, meshes (renders of --meshes' validation meshes), synthetic, "
+                                      "or a folder of cases with depth_gt.npz"),
     data: Optional[Path] = typer.Option(None, "--data", help="DiLiGenT folder (default: $FNIN_DILIGENT, "
                                         "else ~/.cache/fnin/diligent)"),
-    methods: str = typer.Option("fnin,fnin-s,bini,wls", "--methods", help="comma-separated methods"),
+    meshes: Optional[Path] = typer.Option(None, "--meshes", help="bench meshes: the mesh folder (default: "
+                                          "../shared/data/meshes next to the repository)"),
+    mesh_size: Optional[int] = typer.Option(None, "--mesh-size", hidden=True,
+                                            help="bench meshes: render the views at this height (tests)"),
+    mesh_views: Optional[int] = typer.Option(None, "--mesh-views", hidden=True,
+                                             help="bench meshes: only the first N views (tests)"),
+    methods: str = typer.Option("fnin,fnin-s,bini,wls", "--methods",
+                                help="comma-separated methods; default = what `fnin integrate` runs "
+                                     "with no method or refine flags"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="write the full report as JSON"),
     csv_path: Optional[Path] = typer.Option(None, "--csv", help="write one row per case and method"),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="depth, error maps, summary.png"),
     mesh: bool = typer.Option(False, "--mesh", help="also write a mesh per case and method (with --out-dir)"),
     threads: int = typer.Option(1, "--threads", help="torch and BLAS threads, the same for every method"),
-    refine: int = typer.Option(0, "--refine", help="BiNI rounds after each method"),
+    refine: Optional[int] = typer.Option(None, "--refine", help="BiNI rounds after each method (default: "
+                                         "each method's own; 0: none, FNIN's one-shot); not applied to default"),
     device: str = typer.Option("auto", "--device", help="network device: auto, cpu, cuda, mps"),
     pixel_size: Optional[float] = typer.Option(None, "--pixel-size", help="orthographic cases without "
                                                "pixel_size.txt"),
@@ -41,14 +51,22 @@ def bench(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 
-    wanted = [m.strip() for m in methods.split(",") if m.strip()]
+    try:
+        wanted = parse_methods(methods)
+    except FninError as exc:
+        _die(str(exc))
+    if refine is not None and refine < 0:
+        _die(f"--refine must be 0 or more, got {refine}")
     if mesh and out_dir is None:
         _die("--mesh needs --out-dir")
     for p in (json_path, csv_path):
         if p is not None and not p.parent.is_dir():
             _die(f"{p.parent}: output folder does not exist; create it first")
     try:
-        dataset, cases = resolve_cases(source, data=data, pixel_size=pixel_size, convention=convention)
+        if meshes is not None and source != "meshes":
+            raise FninError("--meshes goes with `fnin bench meshes`")
+        dataset, cases = resolve_cases(source, data=data, pixel_size=pixel_size, convention=convention,
+                                       meshes=meshes, mesh_size=mesh_size, mesh_views=mesh_views)
         if model is not None:
             from ..model.weights import load_model
 

@@ -28,6 +28,9 @@ def train(
     device: Optional[str] = typer.Option(None, "--device", help="cpu (default) or cuda"),
     workers: Optional[int] = typer.Option(None, "--workers", help="processes rendering scenes ahead (0: none)"),
     base: Optional[Path] = typer.Option(None, "--base", help="edges stage: the trained weights to start from"),
+    meshes: Optional[Path] = typer.Option(None, "--meshes", help="folder of meshes: render scenes from its "
+                                          "training split (mixed with procedural ones; mesh_prob 0.5 unless "
+                                          "the config sets it)"),
     force: bool = typer.Option(False, "--force", help="overwrite existing --out weights and their card"),
     json_out: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
 ):
@@ -43,8 +46,12 @@ def train(
         run_dir = resume
     overrides = {"steps": steps, "seed": seed, "res": res, "batch": batch, "device": device, "workers": workers,
                  "base": None if base is None else str(base)}
+    if meshes is not None:
+        overrides["meshes"] = str(meshes)
     try:
         cfg = load_config(config, resume, overrides)
+        if meshes is not None and cfg.mesh_prob == 0.0:
+            cfg.mesh_prob = 0.5
         check_config(cfg)
         if out is not None:
             check_out(out, run_dir, force)

@@ -97,6 +97,12 @@ def check_config(cfg: TrainConfig) -> None:
             build_model(TrainConfig.from_dict(cfg.to_dict()))
         except (ValueError, OSError) as exc:
             raise ValueError(str(exc)) from None
+    if not 0.0 <= cfg.mesh_prob <= 1.0:
+        raise ValueError(f"mesh_prob {cfg.mesh_prob}: use a share between 0 and 1")
+    if cfg.edge_target not in ("true", "bini"):
+        raise ValueError(f"edge_target '{cfg.edge_target}': use true or bini")
+    if cfg.meshes:
+        check_meshes(cfg.meshes)
     if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):
         raise ValueError(f"--device {cfg.device}: training runs on cpu or cuda")
     if cfg.device.startswith("cuda"):
@@ -105,3 +111,19 @@ def check_config(cfg: TrainConfig) -> None:
         except FninError as exc:
             raise ValueError(str(exc)) from None
 
+
+
+def check_meshes(folder) -> None:
+    """A mesh folder for training: it exists, and has meshes in its training split."""
+    from ..data.mesh_scenes import MESH_SUFFIXES, split_names
+
+    p = Path(folder)
+    if not p.is_dir():
+        raise ValueError(f"{folder}: mesh folder not found (--meshes takes a folder of "
+                         ".npz/.ply/.obj/.stl/.off meshes, e.g. ../shared/data/meshes)")
+    names = sorted({f.stem for f in p.iterdir() if f.is_file() and f.suffix.lower() in MESH_SUFFIXES})
+    if not names:
+        raise ValueError(f"{folder}: no meshes (.npz/.ply/.obj/.stl/.off) in this folder")
+    if not split_names(names)[0]:
+        raise ValueError(f"{folder}: all its meshes ({', '.join(names)}) are validation meshes; "
+                         "none to train on")

@@ -20,7 +20,7 @@ def model_card_markdown(card: dict) -> str:
   {card['steps']} steps in {card['wall_seconds'] / 60:.1f} min on {card['machine']}.
 - **Data**: {card['data']}. Training resolution {cfg['res']}x{cfg['res']} (pyramid down to
   {card['net']['min_side']}), batch {cfg['batch']}; perspective cameras from f = 0.8 W to 7 W
-  and 20% orthographic; normal noise, outliers and zeroed patches on the input.
+  and 20% orthographic; normal noise, outliers and zeroed patches on the input.{_meshes(card)}
 - **Network**: initial + iterative FNO (width {card['net']['width']}, {card['net']['layers']}
   Fourier layers, {card['net']['modes']} modes, Tucker rank fraction {card['net']['tucker']}),
   attention CNN (width {card['net']['att_width']}).
@@ -47,6 +47,30 @@ def _resumed(card: dict) -> str:
     note = f" ({card['provenance_note']})" if card.get("provenance_note") else ""
     return "".join(f", resumed by `{c}`" + (f" at commit `{commits[i]}`" if i < len(commits) else "")
                    for i, c in enumerate(card.get("resumed_with") or [])) + note
+
+
+def _meshes(card: dict) -> str:
+    """The real-mesh data line of a card ('' for procedural scenes only)."""
+    cfg = card["train_config"]
+    if not cfg.get("meshes"):
+        return ""
+    m = card.get("meshes") or {}
+    train = ", ".join(m.get("train", [])) or "?"
+    val = ", ".join(m.get("validation", [])) or "?"
+    line = (f"\n- **Meshes**: {cfg.get('mesh_prob', 0.0):.0%} of the scenes rendered from `{cfg['meshes']}` "
+            f"(`data.mesh_scenes.make_mesh_scene`, the mesh/procedural choice drawn per seed), training "
+            f"split only: {train}. Validation meshes, never trained on: {val}")
+    if cfg.get("val_mesh_scenes"):
+        line += f" ({cfg['val_mesh_scenes']} validation scenes rendered from them)"
+    return line + "."
+
+
+def _teacher(cfg: dict) -> str:
+    if cfg.get("stage") != "edges" or cfg.get("edge_target", "true") != "bini":
+        return ""
+    return (f"\n- **Teacher**: the weights the project's `bini` (k = 2, from z = 0) converges to on each "
+            f"training scene's normals (`train.feed.teacher_weights`), cached in "
+            f"`{cfg.get('teacher_cache') or 'runs/teacher_cache'}`.")
 
 
 def _init(cfg: dict) -> str:
@@ -82,6 +106,9 @@ def _objective(cfg: dict) -> str:
                   if cfg.get("solve_bce") else "")
         return ("the relative error of Stage II's solution with these weights (sharpened as at "
                 f"inference), differentiated through the solve (`train.solve_loss`){anchor}")
+    if cfg.get("edge_target", "true") == "bini":
+        return (f"the teacher's weights (BiNI converged on the scene's normals) as targets, binary "
+                f"cross-entropy weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
     return (f"BiNI's weights of the *true* unknown (k = 2) as targets, binary cross-entropy "
             f"weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
 
@@ -114,7 +141,7 @@ edge net that gives Stage II its weights.
 - **Starts from**: Stage I weights `{base['weights']}` (sha256 `{base['sha256']}`), frozen{_init(cfg)}.
 - **Data**: {card['data']}: {cfg['res']}x{cfg['res']}, batch {cfg['batch']}, stacked scenes
   {cfg['stack_prob']:.0%}, fold (self-occluding) scenes {cfg['fold_prob']:.0%}; the same camera,
-  noise, outlier and zeroed-patch model as Stage I.
+  noise, outlier and zeroed-patch model as Stage I.{_meshes(card)}{_teacher(cfg)}
 - **Input**: Stage I's unknown z_R at a network cap of {cfg['side']} px, upsampled to full
   resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
   w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.

@@ -50,6 +50,12 @@ class TrainConfig:
                                       # the loop; the same numbers either way)
     solve_bce: float = 0.0            # edges, "solve": plus this times the "bce" loss (an anchor to
                                       # BiNI's weights where the solve's error says little)
+    meshes: str = ""                  # a folder of meshes: its training split is rendered into scenes
+    mesh_prob: float = 0.0            # share of scenes rendered from ``meshes`` (the rest procedural)
+    edge_target: str = "true"         # edges, "bce": "true" (BiNI's weights of the true unknown) or
+                                      # "bini" (the weights BiNI converges to on the scene's normals)
+    teacher_cache: str = ""           # edges, "bini": folder caching each scene's teacher weights
+    val_mesh_scenes: int = 0          # edges: validation scenes rendered from the validation meshes
     net: NetConfig = field(default_factory=NetConfig)
 
     @classmethod

@@ -1,8 +1,16 @@
 """Training data: batches of synthetic scenes as pyramid levels, optionally rendered ahead
-in worker processes. Scene ``i`` of step ``s`` is ``make_scene(seed * 1_000_003 + s * batch + i)``.
+in worker processes. Scene ``i`` of step ``s`` is ``scene_for(seed * 1_000_003 + s * batch + i)``:
+rendered from the training split of ``cfg.meshes`` with probability ``mesh_prob`` (decided
+by the seed), else procedural (``make_scene``). With an edge-net teacher (``edge_target``
+"bini"), each scene also carries the weights the project's ``bini`` converges to on its
+normals, cached per scene in ``teacher_cache``.
 """
 
 from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -10,24 +18,101 @@ import torch
 from ..data.synthetic import make_scene, scene_arrays
 from ..model.geometry import Level
 
+DEFAULT_TEACHER_CACHE = "runs/teacher_cache"
+_MESHES = {}
 
-def _scene(seed, res, stack_prob, fold_prob=0.0):
-    return scene_arrays(make_scene(int(seed), res, stack_prob=stack_prob, fold_prob=fold_prob))
+
+def _train_meshes(folder: str) -> dict:
+    """The training split of a mesh folder, loaded once per process."""
+    if folder not in _MESHES:
+        from ..data.mesh_scenes import is_validation, load_meshes
+
+        _MESHES[folder] = {k: v for k, v in load_meshes(folder).items() if not is_validation(k)}
+    return _MESHES[folder]
 
 
-def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", fold_prob: float = 0.0):
-    """The scenes of ``seeds`` as one network input level and the true unknown."""
-    return collate([_scene(s, res, stack_prob, fold_prob) for s in seeds], device)
+def is_mesh_seed(seed, mesh_prob: float) -> bool:
+    """Whether scene ``seed`` is rendered from meshes (a function of the seed alone)."""
+    return mesh_prob > 0.0 and np.random.default_rng([int(seed), 7]).uniform() < mesh_prob
+
+
+def scene_for(seed, res, stack_prob=0.0, fold_prob=0.0, meshes="", mesh_prob=0.0):
+    """Scene ``seed``: rendered from the training meshes with probability ``mesh_prob``
+    (decided by the seed), else procedural."""
+    if meshes and is_mesh_seed(seed, mesh_prob):
+        from ..data.mesh_scenes import make_mesh_scene
+
+        return make_mesh_scene(int(seed), _train_meshes(meshes), res)
+    return make_scene(int(seed), res, stack_prob=stack_prob, fold_prob=fold_prob)
+
+
+def teacher_weights(scene) -> np.ndarray:
+    """BiNI's converged w_u-, w_v- on the scene's (noisy) normals, as a (2, H, W) image
+    (0 outside the mask): the project's own ``bini`` from its usual start."""
+    from ..camera import Camera
+    from ..pipeline import classic_lambda
+    from ..solvers.bini import integrate_bini
+    from ..solvers.system import NormalSystem
+
+    cam = Camera(scene.K if scene.K is not None else None, 1.0)
+    system = NormalSystem(scene.normals, scene.mask, cam)
+    r = integrate_bini(system, lam=classic_lambda(cam, scene.mask.shape))
+    out = np.zeros((2,) + scene.mask.shape, np.float32)
+    out[0][scene.mask] = r.weights["u-"]
+    out[1][scene.mask] = r.weights["v-"]
+    return out
+
+
+def teacher_path(teacher_cache, seed, res, stack_prob=0.0, fold_prob=0.0, meshes="", mesh_prob=0.0) -> Path:
+    """The cache file of scene ``seed``'s teacher weights (the key of the original diff)."""
+    key = f"{int(seed)}_{res}_{stack_prob}_{fold_prob}_{mesh_prob}_{Path(meshes).name if meshes else ''}"
+    return Path(teacher_cache) / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.npy"
+
+
+def _scene(seed, res, stack_prob, fold_prob=0.0, meshes="", mesh_prob=0.0, teacher_cache=None):
+    sc = scene_for(seed, res, stack_prob, fold_prob, meshes, mesh_prob)
+    arrs = scene_arrays(sc)
+    if teacher_cache is None:
+        return arrs
+    path = teacher_path(teacher_cache, seed, res, stack_prob, fold_prob, meshes, mesh_prob)
+    if path.exists():
+        t = np.load(path)
+    else:
+        t = teacher_weights(sc)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")   # atomic: write, then rename
+        np.save(tmp, t)
+        os.replace(tmp, path)
+    return arrs + (t,)
+
+
+def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", fold_prob: float = 0.0, meshes="",
+               mesh_prob=0.0, teacher_cache=None):
+    """The scenes of ``seeds`` as one network input level and the true unknown (and the
+    teacher's weights with ``teacher_cache``)."""
+    return collate([_scene(s, res, stack_prob, fold_prob, meshes, mesh_prob, teacher_cache) for s in seeds],
+                   device)
+
+
+def teacher_dir(cfg: "TrainConfig"):
+    """Where teacher weights are cached (None: the run has no teacher)."""
+    if cfg.stage != "edges" or cfg.edge_target != "bini":
+        return None
+    return cfg.teacher_cache or DEFAULT_TEACHER_CACHE
 
 
 def collate(arrs, device="cpu"):
-    """Stack :func:`synthetic.scene_arrays` outputs into (Level, true unknown) on ``device``."""
+    """Stack :func:`synthetic.scene_arrays` outputs into (Level, true unknown) on ``device``,
+    plus the teacher's weights (B, 2, H, W) where the scenes carry them."""
     n = torch.from_numpy(np.stack([a[0] for a in arrs]))
     m = torch.from_numpy(np.stack([a[1] for a in arrs]))[:, None]
     z = torch.from_numpy(np.stack([a[2] for a in arrs]))[:, None]
     K = torch.from_numpy(np.stack([a[3] for a in arrs]))
     pix = torch.from_numpy(np.stack([a[4] for a in arrs]))
-    return Level(n.to(device), m.to(device), K.to(device), pix.to(device)), z.to(device)
+    lv = Level(n.to(device), m.to(device), K.to(device), pix.to(device))
+    if len(arrs[0]) > 5:
+        return lv, z.to(device), torch.from_numpy(np.stack([a[5] for a in arrs])).to(device)
+    return lv, z.to(device)
 
 
 class SceneFeed:
@@ -52,13 +137,16 @@ class SceneFeed:
 
     def batch(self, step):
         cfg = self.cfg
+        cache = teacher_dir(cfg)
         if self.pool is None:
             seeds, res = self._spec(step)
-            return make_batch(seeds, res, cfg.stack_prob, cfg.device, fold_prob=cfg.fold_prob)
+            return make_batch(seeds, res, cfg.stack_prob, cfg.device, cfg.fold_prob, cfg.meshes, cfg.mesh_prob,
+                              cache)
         for s in range(step, min(step + self.ahead + 1, cfg.steps)):
             if s not in self.pending:
                 seeds, res = self._spec(s)
-                self.pending[s] = [self.pool.submit(_scene, x, res, cfg.stack_prob, cfg.fold_prob) for x in seeds]
+                self.pending[s] = [self.pool.submit(_scene, x, res, cfg.stack_prob, cfg.fold_prob, cfg.meshes,
+                                                    cfg.mesh_prob, cache) for x in seeds]
         return collate([f.result() for f in self.pending.pop(step)], cfg.device)
 
     def close(self):

@@ -38,6 +38,19 @@ from .feed import SceneFeed, make_batch
 from .losses import close_solve_pools, step_loss
 
 
+def validation_scenes(cfg: "TrainConfig", offset: int = 0):
+    """The fixed validation scenes: ``val_scenes`` procedural ones, then ``val_mesh_scenes``
+    rendered from the validation meshes only (never trained on)."""
+    for i in range(cfg.val_scenes):
+        yield make_scene(VAL_SEED0 + offset + i, cfg.val_res, stack_prob=cfg.stack_prob, fold_prob=cfg.fold_prob)
+    if cfg.val_mesh_scenes and cfg.meshes:
+        from ..data.mesh_scenes import is_validation, load_meshes, make_mesh_scene
+
+        val = {k: v for k, v in load_meshes(cfg.meshes).items() if is_validation(k)}
+        for i in range(cfg.val_mesh_scenes):
+            yield make_mesh_scene(VAL_SEED0 + offset + i, val, cfg.val_res)
+
+
 @torch.no_grad()
 def validate_edges(model, cfg: "TrainConfig") -> float:
     """End-to-end relative error of ``fnin`` (a Stage II solve with the edge net's
@@ -45,8 +58,7 @@ def validate_edges(model, cfg: "TrainConfig") -> float:
     :func:`synthetic.relative_error`."""
     model.eval()
     errs = []
-    for i in range(cfg.val_scenes):
-        sc = make_scene(VAL_SEED0 + i, cfg.val_res, stack_prob=cfg.stack_prob, fold_prob=cfg.fold_prob)
+    for sc in validation_scenes(cfg):
         inp = build_input(sc.normals, None, sc.mask, sc.K)
         # Stage II by AMG on the CPU wherever the network trains (as inference on a CPU)
         z = integrate(inp, "fnin", model=model, network_side=cfg.side, solver="amg").z
@@ -155,8 +167,8 @@ def _train_steps(cfg, model, opt, feed, log, run_dir, start, best, t_start, prog
     for step in range(start, cfg.steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, step)
-        lv, zg = feed.batch(step)
-        loss = step_loss(model, lv, zg, cfg)
+        lv, zg, *teacher = feed.batch(step)
+        loss = step_loss(model, lv, zg, cfg, teacher[0] if teacher else None)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.grad_clip)
@@ -216,12 +228,15 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         "steps": len(log["loss"]),
         "wall_seconds": round(log["seconds"], 1),
         "machine": _machine(cfg),
-        "data": "synthetic scenes from fnin_cli.synthetic.make_scene (seeded, generated on the fly)",
+        "data": "synthetic scenes from fnin_cli.synthetic.make_scene (seeded, generated on the fly)"
+                + (f" and real-mesh scenes from {cfg.meshes}" if cfg.meshes and cfg.mesh_prob > 0 else ""),
         "selected_step": best_step,
         "val_rel_error": best_val,
         "val_curve": log["val"],
         "first_losses": [x[1] for x in log["loss"][:5]],
     }
+    if cfg.meshes:
+        card["meshes"] = mesh_split(cfg.meshes)
     if log.get("provenance_note"):
         card["provenance_note"] = log["provenance_note"]
     if log.get("command_commits"):
@@ -248,6 +263,15 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         line_plot(out.with_name(out.stem + "_curve.png"), series, title=title, xlabel="step",
                   logy=True)
     return {"weights": str(out), "sha256": sha}
+
+
+def mesh_split(folder) -> dict:
+    """The mesh folder of a run and its split: {"folder", "train": [...], "validation": [...]}."""
+    from ..data.mesh_scenes import MESH_SUFFIXES, split_names
+
+    names = sorted({p.stem for p in Path(folder).iterdir() if p.is_file() and p.suffix.lower() in MESH_SUFFIXES})
+    train, val = split_names(names)
+    return {"folder": str(folder), "train": train, "validation": val}
 
 
 def base_record(path) -> dict:

@@ -82,9 +82,9 @@ def _edge_logits(model, lv, cfg: "TrainConfig"):
     return z_r, model.edges(z_r, lv)
 
 
-def _bce_to_bini(logits, lv, z_gt, cfg: "TrainConfig"):
+def _bce_to_bini(logits, lv, z_gt, cfg: "TrainConfig", teacher=None):
     with torch.no_grad():
-        target = bini_targets(z_gt, lv)
+        target = teacher if teacher is not None else bini_targets(z_gt, lv)
     return weighted_bce(logits, target, lv.mask, cfg.edge_alpha)
 
 
@@ -195,12 +195,12 @@ def close_solve_pools():
         _SOLVE_POOLS.popitem()[1].shutdown(wait=True, cancel_futures=True)
 
 
-def step_loss(model, lv, z_gt, cfg: TrainConfig):
+def step_loss(model, lv, z_gt, cfg: TrainConfig, teacher=None):
     """The training loss of one batch for ``cfg``'s stage (and edge objective)."""
     if cfg.stage != "edges":
         return batch_loss(model, lv, z_gt, cfg.gamma)[0]
     z_r, logits = _edge_logits(model, lv, cfg)       # once, for both parts of the objective
     if cfg.edge_objective != "solve":
-        return _bce_to_bini(logits, lv, z_gt, cfg)
+        return _bce_to_bini(logits, lv, z_gt, cfg, teacher)
     loss = _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers)
     return loss + cfg.solve_bce * _bce_to_bini(logits, lv, z_gt, cfg) if cfg.solve_bce else loss

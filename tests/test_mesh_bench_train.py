@@ -1,0 +1,279 @@
+"""`fnin bench meshes` (renders of a mesh folder's validation meshes, per-object alignment),
+bench's `default` key, and `fnin train --meshes` (mesh scenes, the split, the bini teacher).
+
+All on a tiny generated mesh folder (spheres and boxes named after meshes of both sides
+of the split) at small sizes, so that they run in seconds on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fnin_cli.bench import runner
+from fnin_cli.bench.cases import Case, align_and_errors, align_objects, mesh_cases, mesh_view_set, resolve_cases
+from fnin_cli.data import mesh_scenes
+from fnin_cli.errors import FninError
+from fnin_cli.model.config import NetConfig
+from fnin_cli.model.weights import DEFAULT_WEIGHTS
+from fnin_cli.pipeline import integrate
+from fnin_cli.solvers.registry import DEFAULT_METHOD
+from fnin_cli.train import feed
+from fnin_cli.train.config import TrainConfig
+from fnin_cli.train.loop import validation_scenes
+
+from helpers_cli import invoke, run_fnin
+
+SIZE, VIEWS = 64, 4      # views 0-3: perspective, perspective, orthographic, two objects
+
+
+def _sphere(n=20):
+    th = np.linspace(0, np.pi, n + 1)[1:-1]
+    ph = np.linspace(0, 2 * np.pi, 2 * n, endpoint=False)
+    V = [[0, 0, 1]] + [[np.sin(t) * np.cos(p), np.sin(t) * np.sin(p), np.cos(t)] for t in th for p in ph]
+    V.append([0, 0, -1])
+    m, last, F = 2 * n, len(V) - 1, []
+    F += [[0, 1 + j, 1 + (j + 1) % m] for j in range(m)]
+    for i in range(n - 2):
+        a, b = 1 + i * m, 1 + (i + 1) * m
+        for j in range(m):
+            F += [[a + j, b + j, b + (j + 1) % m], [a + j, b + (j + 1) % m, a + (j + 1) % m]]
+    a = 1 + (n - 2) * m
+    F += [[a + j, last, a + (j + 1) % m] for j in range(m)]
+    return np.array(V, float), np.array(F)
+
+
+def _box():
+    V = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float) * [1, 0.7, 0.5]
+    F = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1], [2, 3, 7], [2, 7, 6],
+                  [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]])
+    return V, F
+
+
+@pytest.fixture(scope="module")
+def mesh_dir(tmp_path_factory) -> Path:
+    """boot, hand: validation meshes; armadillo, boat: training meshes."""
+    d = tmp_path_factory.mktemp("meshes")
+    V, F = _sphere()
+    np.savez(d / "boot.npz", vertices=V, faces=F)
+    np.savez(d / "armadillo.npz", vertices=V * [1, 0.8, 0.6], faces=F)
+    V, F = _box()
+    np.savez(d / "hand.npz", vertices=V, faces=F)
+    np.savez(d / "boat.npz", vertices=V * [1, 1.2, 1], faces=F)
+    return d
+
+
+# ------------------------------------------------------------------ bench meshes
+
+def test_bench_meshes_report_has_the_bench_schema_and_per_object_errors(mesh_dir, tmp_path):
+    out = tmp_path / "r.json"
+    p = run_fnin(["bench", "meshes", "--meshes", mesh_dir, "--mesh-size", SIZE, "--mesh-views", VIEWS,
+                  "--methods", "wls", "--json", out, "--csv", tmp_path / "r.csv", "--no-warmup"], timeout=300)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(out.read_text())
+    assert r["dataset"] == "meshes" and r["methods"] == ["wls"] and "machine" in r
+    names = list(r["cases"])
+    assert len(names) == VIEWS and all(n.split("_")[0].split("+")[0] in ("boot", "hand") for n in names)
+    assert any("_ortho_" in n for n in names)
+    for per in r["cases"].values():
+        rec = per["wls"]
+        assert rec["status"] == "ok" and rec["made_mm"] >= 0 and rec["seconds"] > 0
+    two = [n for n in names if "+" in n]
+    assert len(two) == 1
+    rec = r["cases"][two[0]]["wls"]
+    assert len(rec["objects"]) == 2                     # aligned one by one; made = their mean
+    assert rec["made_mm"] == pytest.approx(np.mean([o["made_mm"] for o in rec["objects"].values()]))
+    assert set(r["mean"]["wls"]) >= {"made_mm", "seconds_total"}
+    assert r["mean"]["wls"]["made_mm"] == pytest.approx(np.mean([r["cases"][c]["wls"]["made_mm"] for c in names]))
+    assert len((tmp_path / "r.csv").read_text().splitlines()) == 1 + VIEWS
+
+
+def test_per_object_alignment_ignores_the_objects_relative_scale_and_offset(mesh_dir):
+    views = mesh_view_set(mesh_dir, SIZE, VIEWS)
+    name, sc, _ = next(v for v in views if "+" in v[0])
+    ids = sc.object_id
+    assert set(np.unique(ids[sc.mask])) == {0, 1}
+    est = np.where(ids == 1, sc.depth * 1.3, sc.depth)          # perspective: object 1 at another scale
+    assert align_and_errors(est, sc.depth, sc.mask, True)["made"] > 1.0
+    err = align_objects(est, sc.depth, sc.mask, ids, True, ["a", "b"])
+    assert err["made"] < 1e-9 and set(err["objects"]) == {"a", "b"}
+    est = np.where(ids == 1, sc.depth + 50.0, sc.depth)          # orthographic: another offset
+    assert align_and_errors(est, sc.depth, sc.mask, False)["made"] > 1.0
+    assert align_objects(est, sc.depth, sc.mask, ids, False)["made"] < 1e-9
+    # a single object: exactly the usual protocol
+    one = np.where(sc.mask & (ids == 0), sc.depth, np.nan)
+    a = align_objects(one * 2, one, sc.mask & (ids == 0), ids, True)
+    assert "objects" not in a and a["made"] < 1e-9
+
+
+@pytest.mark.parametrize("method", ["wls", "bini"])
+def test_exact_normals_of_a_smooth_object_integrate_to_small_error(mesh_dir, method):
+    """The sphere (boot) views have exact normals: a smooth integrator is near exact."""
+    for case in mesh_cases(mesh_dir, SIZE, VIEWS):
+        if not case.name.startswith("boot_"):
+            continue
+        rec = runner.run_one(case, method, refine=0)
+        # objects 100-200 mm across, 64 px high: MADE well below a pixel's depth step
+        assert rec["status"] == "ok" and rec["made_mm"] < 1.0, (case.name, rec["made_mm"])
+
+
+def test_mesh_cases_render_in_an_isolated_child(mesh_dir):
+    cases = mesh_cases(mesh_dir, SIZE, 1)
+    r = runner.run_bench(cases, ["wls"], isolate=True, warmup=False, dataset="meshes")
+    rec = r["cases"][cases[0].name]["wls"]
+    assert rec["status"] == "ok", rec
+    local = runner.run_one(cases[0], "wls")
+    assert rec["made_mm"] == pytest.approx(local["made_mm"], rel=1e-9)
+
+
+def test_bench_meshes_errors_are_one_line(tmp_path):
+    p = invoke(["bench", "meshes", "--meshes", tmp_path / "nope", "--methods", "wls"])
+    assert p.exit_code == 2 and p.stderr.strip().startswith("error:") and len(p.stderr.strip().splitlines()) == 1
+    (tmp_path / "train_only").mkdir()
+    V, F = _box()
+    np.savez(tmp_path / "train_only" / "boat.npz", vertices=V, faces=F)
+    with pytest.raises(FninError, match="validation split"):
+        resolve_cases("meshes", meshes=tmp_path / "train_only")
+
+
+def test_default_mesh_folder_benchmarks_the_validation_meshes():
+    if not mesh_scenes.DEFAULT_MESH_DIR.is_dir():
+        pytest.skip("shared/data/meshes not here")
+    # names only (rendering all 14 views takes seconds): the split decides what is rendered
+    names = sorted(p.stem for p in mesh_scenes.DEFAULT_MESH_DIR.glob("*.npz"))
+    assert mesh_scenes.split_names(names)[1] == list(mesh_scenes.VALIDATION_MESHES)
+
+
+# ------------------------------------------------------------------ bench: default and --refine
+
+def test_methods_parse_in_one_place():
+    assert runner.parse_methods("default, wls,") == ["default", "wls"]
+    with pytest.raises(FninError, match="unknown method 'nope'"):
+        runner.parse_methods("wls,nope")
+    assert runner.method_call("default", 0) == (DEFAULT_METHOD, None)    # --refine never reaches default
+    assert runner.method_call("fnin", 0) == ("fnin", 0)
+    assert runner.method_call("bini", None) == ("bini", None)
+
+
+def test_default_key_runs_what_integrate_runs_without_flags(mesh_dir, monkeypatch):
+    calls = []
+    real = runner.integrate
+
+    def spy(inp, method, refine=None, **kw):
+        calls.append((method, refine))
+        return real(inp, method, refine=refine, **kw)
+
+    monkeypatch.setattr(runner, "integrate", spy)
+    cases = mesh_cases(mesh_dir, SIZE, 1)
+    r = runner.run_bench(cases, ["default", "wls"], refine=0, warmup=False)
+    assert calls == [(DEFAULT_METHOD, None), ("wls", 0)]
+    assert r["methods"] == ["default", "wls"] and r["refine"] == 0 and "default" in r["mean"]
+    calls.clear()
+    runner.run_bench(cases, ["wls"], warmup=False)           # no --refine: the method's default (None)
+    assert calls == [("wls", None)]
+    # the recorded error is that of a plain `integrate(inp, DEFAULT_METHOD, refine=None)`
+    monkeypatch.setattr(runner, "integrate", real)
+    inp, gt = cases[0].load()
+    res = integrate(inp, DEFAULT_METHOD, refine=None)
+    want = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)["made"]
+    assert runner.run_one(cases[0], "default", refine=0)["made_mm"] == pytest.approx(want, rel=1e-6)
+
+
+# ------------------------------------------------------------------ train --meshes
+
+def _tiny(**kw):
+    base = dict(seed=3, steps=2, batch=2, res=32, fine_res=32, fine_steps=0, warmup=1, val_every=10**9,
+                val_scenes=2, val_res=32, ckpt_every=10**9, threads=1,
+                net=NetConfig(width=8, modes=4, proj=8, att_width=4, min_side=16))
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def test_scenes_are_functions_of_their_seed_and_use_training_meshes_only(mesh_dir, monkeypatch):
+    folder = str(mesh_dir)
+    picks = [feed.is_mesh_seed(s, 0.5) for s in range(40)]
+    assert 5 < sum(picks) < 35                                   # a mix, decided per seed
+    assert picks == [np.random.default_rng([s, 7]).uniform() < 0.5 for s in range(40)]
+    s = picks.index(True)
+    a, b = feed.scene_for(s, 32, meshes=folder, mesh_prob=0.5), feed.scene_for(s, 32, meshes=folder, mesh_prob=0.5)
+    assert isinstance(a, mesh_scenes.MeshScene)
+    for x, y in zip(feed.scene_arrays(a), feed.scene_arrays(b)):
+        np.testing.assert_array_equal(x, y)
+    assert not isinstance(feed.scene_for(picks.index(False), 32, meshes=folder, mesh_prob=0.5),
+                          mesh_scenes.MeshScene)
+    used = []
+    real = mesh_scenes.make_mesh_scene
+
+    def spy(seed, meshes, *a, **kw):
+        used.append(sorted(meshes))
+        return real(seed, meshes, *a, **kw)
+
+    monkeypatch.setattr(mesh_scenes, "make_mesh_scene", spy)
+    for seed in range(6):
+        feed.scene_for(seed, 32, meshes=folder, mesh_prob=1.0)
+    assert used and all(u == ["armadillo", "boat"] for u in used)
+    used.clear()
+    cfg = _tiny(meshes=folder, mesh_prob=0.5, val_mesh_scenes=3)
+    scenes = list(validation_scenes(cfg))
+    assert len(scenes) == cfg.val_scenes + 3
+    assert used == [["boot", "hand"]] * 3                        # validation: never a training mesh
+
+
+def test_teacher_cache_hit_returns_the_same_arrays(mesh_dir, tmp_path, monkeypatch):
+    cache = tmp_path / "teach"
+    args = (5, 32, 0.0, 0.0, str(mesh_dir), 1.0)
+    first = feed._scene(*args, teacher_cache=str(cache))
+    t = first[5]
+    assert t.shape == (2, 32, 32) and t.dtype == np.float32 and 0 <= t.min() and t.max() <= 1
+    assert [p.name for p in cache.iterdir()] == [feed.teacher_path(cache, *args).name]   # no temp files left
+
+    def boom(_):
+        raise AssertionError("teacher recomputed despite the cache")
+
+    monkeypatch.setattr(feed, "teacher_weights", boom)
+    again = feed._scene(*args, teacher_cache=str(cache))
+    for x, y in zip(first, again):
+        np.testing.assert_array_equal(x, y)
+    lv, z, teacher = feed.collate([first, again])
+    assert teacher.shape == (2, 2, 32, 32)
+
+
+def test_train_with_meshes_and_the_bini_teacher(mesh_dir, tmp_path):
+    cfg = tmp_path / "c.json"
+    tiny = _tiny().to_dict()
+    tiny.pop("seed")
+    cfg.write_text(json.dumps(tiny))
+    out = tmp_path / "w" / "fnin.safetensors"
+    out.parent.mkdir()
+    p = invoke(["train", "--config", cfg, "--meshes", mesh_dir, "--run-dir", tmp_path / "run", "--out", out])
+    assert p.exit_code == 0, p.stderr
+    card = json.loads(out.with_suffix(".json").read_text())
+    assert card["train_config"]["meshes"] == str(mesh_dir) and card["train_config"]["mesh_prob"] == 0.5
+    assert card["meshes"]["validation"] == ["boot", "hand"] and card["meshes"]["train"] == ["armadillo", "boat"]
+    md = (out.parent / "MODEL_CARD.md").read_text()
+    assert "Meshes" in md and "boot, hand" in md
+
+    # the edge net towards the teacher (BiNI converged on the normals), on the bundled Stage I
+    edges = dict(_tiny(stage="edges", edge_target="bini", teacher_cache=str(tmp_path / "teach"),
+                       val_mesh_scenes=1).to_dict())
+    edges["net"] = {"edge_width": 4, "edge_dilations": [1, 2, 1]}
+    cfg.write_text(json.dumps(edges))
+    out2 = tmp_path / "e" / "fnin.safetensors"
+    out2.parent.mkdir()
+    p = invoke(["train", "--config", cfg, "--meshes", mesh_dir, "--base", DEFAULT_WEIGHTS,
+                "--run-dir", tmp_path / "run2", "--out", out2])
+    assert p.exit_code == 0, p.stderr
+    assert len(list((tmp_path / "teach").glob("*.npy"))) == 2 * 2     # batch x steps, one per scene
+    md = (out2.parent / "MODEL_CARD.md").read_text()
+    assert "Teacher" in md and str(tmp_path / "teach") in md and "boot, hand" in md
+
+
+def test_train_meshes_folder_errors_are_one_line(tmp_path):
+    for folder in (tmp_path / "missing", tmp_path):
+        p = invoke(["train", "--meshes", folder, "--steps", 1, "--run-dir", tmp_path / "run"])
+        assert p.exit_code == 2, p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error:") and "mesh" in lines[0]
