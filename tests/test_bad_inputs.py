@@ -136,7 +136,8 @@ def case_zero_normals(t):
 def case_facing_away(t):
     _, n = _normals_ps()
     np.save(t / "n.npy", n * np.array([1, 1, -1], np.float32))  # z away from the viewer
-    return [t / "n.npy"], 1, t / "n.npy", ["face away", "--convention"]
+    # an explicit convention is strict (the default, auto, flips z back with a warning)
+    return [t / "n.npy", "--convention", "ps"], 1, t / "n.npy", ["face away", "--convention"]
 
 
 def case_mask_other_size(t):

@@ -14,7 +14,7 @@ from fnin_cli.pipeline import integrate, load_input
 from helpers_cli import invoke, run_fnin, write_case, write_folder, write_random_model
 
 JSON_KEYS = {"input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels", "seconds",
-             "scale_note", "warnings", "peak_rss_mb"}
+             "scale_note", "warnings", "peak_rss_mb", "convention"}
 
 
 def test_file_with_mask_and_K_writes_mesh_depth_weights_preview(tmp_path):
@@ -195,9 +195,15 @@ def test_both_conventions_give_the_same_depth(tmp_path):
     ref = (tmp_path / "ps_d.npy").read_bytes()
     assert (tmp_path / "cv_d.npy").read_bytes() == ref
     assert (tmp_path / "dx_d.npy").read_bytes() == ref
-    # read with the wrong convention, the same file is refused with a hint
-    r = invoke(["integrate", tmp_path / "cv.npy", "--K", c["K"], "--method", "wls", "-o", tmp_path / "x.npy"])
+    # read with the wrong explicit convention, the same file is refused with a hint
+    r = invoke(["integrate", tmp_path / "cv.npy", "--convention", "ps", "--K", c["K"], "--method", "wls",
+                "-o", tmp_path / "x.npy"])
     assert r.exit_code == 1 and "--convention" in r.stderr
+    # the default (auto) decodes it as OpenCV-frame normals and says so
+    r = invoke(["integrate", tmp_path / "cv.npy", "--K", c["K"], "--method", "wls", "-o", tmp_path / "a.npy",
+                "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["convention"] == "opencv", r.stderr
+    assert "--convention opencv" in r.stderr and (tmp_path / "a.npy").read_bytes() == ref
 
 
 def test_default_output_names(tmp_path):

@@ -39,12 +39,13 @@ def _suffix(path: Path) -> str:
     return path.suffix.lower()
 
 
-def read_array(path) -> tuple[np.ndarray, int | None]:
+def read_array(path, channels=None) -> tuple[np.ndarray, int | None]:
     """Read an image-like file as an (H, W) or (H, W, C) array.
 
     Returns ``(array, bitdepth)``; ``bitdepth`` is 8 or 16 for integer images and
     ``None`` for float data. PNG goes through pypng, which keeps 16-bit RGB (Pillow,
-    imageio's default PNG plugin, silently drops it to 8 bits).
+    imageio's default PNG plugin, silently drops it to 8 bits). ``channels``: EXR
+    channel names to stack, e.g. ``("N.X", "N.Y", "N.Z")`` (EXR files only).
     """
     path = Path(path)
     if not path.exists():
@@ -58,7 +59,13 @@ def read_array(path) -> tuple[np.ndarray, int | None]:
             raise FninError(
                 f"unknown file type '{suf}'; use one of {', '.join(NORMAL_SUFFIXES)}", path
             )
-        arr, depth = fmt.read(path)
+        if channels is not None:
+            if suf != ".exr":
+                raise FninError("--channels with channel names applies to EXR files only; "
+                                "use --channels rgb or bgr for other files", path)
+            arr, depth = _read_exr(path, tuple(channels)), None
+        else:
+            arr, depth = fmt.read(path)
     except FninError:
         raise
     except MemoryError:
@@ -124,23 +131,61 @@ def _read_tiff(path: Path):
     return arr, {np.dtype(np.uint8): 8, np.dtype(np.uint16): 16}.get(arr.dtype)
 
 
-def _read_exr(path: Path) -> np.ndarray:
+# EXR channel triples read as (x, y, z), top level or as the suffixes of a layer ('N.X')
+EXR_TRIPLES = (("R", "G", "B"), ("X", "Y", "Z"), ("x", "y", "z"))
+# layer names taken automatically when the file has no top-level R, G, B
+EXR_NORMAL_LAYERS = ("n", "normal", "normals", "nrm")
+
+
+def exr_layers(names) -> list:
+    """Three-channel groups ``(prefix.R, prefix.G, prefix.B)`` (or X/Y/Z) among ``names``."""
+    names = set(names)
+    found = []
+    for prefix in sorted({n.rsplit(".", 1)[0] for n in names if "." in n}):
+        for t in EXR_TRIPLES:
+            trip = tuple(f"{prefix}.{c}" for c in t)
+            if all(n in names for n in trip) and trip not in found:
+                found.append(trip)
+                break
+    return found
+
+
+def _read_exr(path: Path, channels: tuple | None = None) -> np.ndarray:
+    """An EXR as an array: ``channels`` by name, else R,G,B / X,Y,Z, a normal layer, one channel."""
     import OpenEXR
 
-    channels = OpenEXR.File(str(path)).channels()
-    chans = {name: np.asarray(c.pixels) for name, c in channels.items()}
-    for combined in ("RGB", "RGBA", "XYZ"):
-        if combined in chans:
-            return chans[combined][..., :3].astype(np.float32)
-    for names in (("R", "G", "B"), ("X", "Y", "Z"), ("x", "y", "z")):
+    chans = {name: c.pixels for name, c in OpenEXR.File(str(path), separate_channels=True).channels().items()}
+
+    def stack(names):
+        return np.stack([np.asarray(chans[n]) for n in names], axis=-1).astype(np.float32)
+
+    if channels:
+        if len(channels) != 3:
+            raise FninError(f"--channels wants three EXR channel names (x, y, z), got {len(channels)}", path)
+        missing = [n for n in channels if n not in chans]
+        if missing:
+            raise FninError(f"no channel {', '.join(missing)} in this EXR (found {', '.join(sorted(chans))}); "
+                            "pass --channels with three of these names", path)
+        return stack(channels)
+    for names in EXR_TRIPLES:
         if all(n in chans for n in names):
-            return np.stack([chans[n] for n in names], axis=-1).astype(np.float32)
+            return stack(names)
+    layers = exr_layers(chans)
+    if layers:
+        normal = [t for t in layers if t[0].rsplit(".", 1)[0].rsplit(".", 1)[-1].lower() in EXR_NORMAL_LAYERS]
+        pick = normal or layers
+        if len(pick) == 1:
+            return stack(pick[0])
+        options = "; ".join(",".join(t) for t in pick)
+        raise FninError(f"EXR holds several 3-channel layers ({options}); pick one with --channels "
+                        f"{','.join(pick[0])}", path)
     if len(chans) == 1:
-        return next(iter(chans.values())).astype(np.float32)
+        return np.asarray(next(iter(chans.values()))).astype(np.float32)
     for name in ("Z", "Y", "depth", "R"):
         if name in chans:
-            return chans[name].astype(np.float32)
-    raise FninError(f"no RGB/XYZ/Z channels in EXR (found {sorted(chans)})", path)
+            return np.asarray(chans[name]).astype(np.float32)
+    raise FninError(f"no RGB/XYZ/Z channels in EXR (found {', '.join(sorted(chans))}); "
+                    "pick three with --channels A,B,C", path)
 
 
 # ---------------------------------------------------------------- masks & K
