@@ -157,8 +157,11 @@ def test_ctrl_c_stops_cleanly(tmp_path, jobs):
     assert 0 < len(names) < 24, names  # stopped early, kept what was finished
     assert not [n for n in names if n.startswith(".") or ".part" in n]  # no partial files
     recs = [json.loads(x) for x in stdout.splitlines()]
-    assert {r["status"] for r in recs} <= {"ok", "interrupted"}
-    assert "ok" in {r["status"] for r in recs}
+    # one record per input, in input order, also for those never started (issue 16)
+    assert [r["input"] for r in recs] == [str(p) for p in sorted((tmp_path / "in").iterdir())]
+    assert {r["status"] for r in recs} <= {"ok", "interrupted", "not started"}
+    assert "ok" in {r["status"] for r in recs} and recs[-1]["status"] == "not started"
+    assert all(r["outputs"] == {} for r in recs if r["status"] == "not started")
     # every file there is accounted for by a record (finished before the interrupt)
     assert {os.path.basename(r["outputs"]["mesh"]) for r in recs if r["outputs"]} == set(names)
     for n in names:  # every file there is complete

@@ -30,3 +30,129 @@ def test_side_outputs_with_out_dir_follow_the_input(tmp_path):
                 "--out-dir", out, "--format", "obj", "--depth", ".npy", "--weights", "{stem}_w.npy"])
     assert r.exit_code == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["dome.obj", "dome_depth.npy", "dome_w.npy"]
+
+
+# ------------------------------------------------------------------ the live status
+
+def _fake_terminal(monkeypatch, terminal=True):
+    """Give `fnin integrate` a stderr console that is (or is not) a terminal; returns its buffer."""
+    import io as _io
+
+    from rich.console import Console
+
+    from fnin_cli.batch import progress
+    from fnin_cli.cli import integrate as cli_integrate
+
+    buf = _io.StringIO()
+    monkeypatch.setattr(cli_integrate, "_stderr_console",
+                        lambda: Console(file=buf, force_terminal=terminal, width=120))
+    monkeypatch.setattr(progress, "STATUS_DELAY", 0.0)
+    return buf
+
+
+def _status_run(tmp_path, monkeypatch, *extra, terminal=True):
+    buf = _fake_terminal(monkeypatch, terminal)
+    c = write_case(tmp_path / "in", seed=2, name="dome")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "bini", "--refine", "2",
+                "-o", out / "dome.ply", "--depth", ".npy", *extra])
+    return r, buf.getvalue()
+
+
+def test_status_shows_the_stages_on_a_terminal(tmp_path, monkeypatch):
+    r, shown = _status_run(tmp_path, monkeypatch)
+    assert r.exit_code == 0, r.stderr
+    for stage in ("dome", "load", "solve", "refine round 1 of 2", "mesh", "write"):
+        assert stage in shown, (stage, shown)
+    assert " s" in shown and "ok " in shown  # elapsed seconds, then the result line
+
+
+def test_status_is_silent_with_quiet_or_without_a_terminal(tmp_path, monkeypatch):
+    r, shown = _status_run(tmp_path / "a", monkeypatch, "--quiet")
+    assert r.exit_code == 0 and shown == ""
+    r, shown = _status_run(tmp_path / "b", monkeypatch, terminal=False)
+    assert r.exit_code == 0
+    assert "ok " in shown and "load" not in shown and "refine round" not in shown and "\x1b" not in shown
+
+
+def test_status_keeps_json_stdout_pure(tmp_path, monkeypatch):
+    buf = _fake_terminal(monkeypatch)
+    c = write_case(tmp_path / "in", seed=2, name="a")
+    write_case(tmp_path / "in", seed=4, name="b")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = invoke(["integrate", c["normals"], tmp_path / "in" / "b.png", "--method", "bini", "--out-dir", out,
+                "--json"])
+    assert r.exit_code == 0, r.stderr
+    recs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [rec["status"] for rec in recs] == ["ok", "ok"]
+    assert "solve" in buf.getvalue() and "2/2" not in r.stdout
+
+
+# ------------------------------------------------------------------ interrupted runs
+
+def _three_inputs(tmp_path):
+    paths = [write_case(tmp_path / "in", seed=s, name=n)["normals"] for s, n in ((2, "a"), (4, "b"), (6, "c"))]
+    out = tmp_path / "out"
+    out.mkdir()
+    return paths, out
+
+
+def _interrupt_at(monkeypatch, where, name):
+    """Ctrl-C while input ``name`` is integrated ('integrate') or just after its files were written ('written')."""
+    from fnin_cli.batch import runner
+
+    if where == "integrate":
+        real = runner.integrate
+
+        def fake(inp, *a, **k):
+            if inp.source.endswith(f"{name}.png"):
+                raise KeyboardInterrupt
+            return real(inp, *a, **k)
+
+        monkeypatch.setattr(runner, "integrate", fake)
+    else:
+        real_w = runner.write_outputs
+
+        def fake_w(outputs, inp, *a, **k):
+            written = real_w(outputs, inp, *a, **k)
+            if inp.source.endswith(f"{name}.png"):
+                raise KeyboardInterrupt
+            return written
+
+        monkeypatch.setattr(runner, "write_outputs", fake_w)
+
+
+def test_interrupt_gives_one_record_per_input_and_exit_130(tmp_path, monkeypatch):
+    paths, out = _three_inputs(tmp_path)
+    _interrupt_at(monkeypatch, "integrate", "b")
+    r = invoke(["integrate", *paths, "--method", "wls", "--out-dir", out, "--json", "--jobs", "1"])
+    assert r.exit_code == 130, r.stderr
+    recs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [rec["status"] for rec in recs] == ["ok", "interrupted", "not started"]
+    assert [rec["input"] for rec in recs] == [str(p) for p in paths]
+    assert recs[1]["outputs"] == {} and recs[2]["outputs"] == {}
+    assert sorted(p.name for p in out.iterdir()) == ["a.ply"]
+    assert "interrupted" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_interrupt_after_the_last_write_exits_0(tmp_path, monkeypatch):
+    paths, out = _three_inputs(tmp_path)
+    _interrupt_at(monkeypatch, "written", "c")
+    r = invoke(["integrate", *paths, "--method", "wls", "--out-dir", out, "--depth", ".npy", "--json"])
+    assert r.exit_code == 0, r.stderr
+    recs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [rec["status"] for rec in recs] == ["ok", "ok", "interrupted"]
+    assert set(recs[2]["outputs"]) == {"mesh", "depth"}
+    assert len(list(out.iterdir())) == 6
+
+
+def test_interrupt_of_a_middle_input_after_its_writes_still_exits_130(tmp_path, monkeypatch):
+    paths, out = _three_inputs(tmp_path)
+    _interrupt_at(monkeypatch, "written", "b")
+    r = invoke(["integrate", *paths, "--method", "wls", "--out-dir", out, "--json"])
+    assert r.exit_code == 130, r.stderr
+    recs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [rec["status"] for rec in recs] == ["ok", "interrupted", "not started"]
+    assert set(recs[1]["outputs"]) == {"mesh"}

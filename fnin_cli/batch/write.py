@@ -11,10 +11,13 @@ from .options import Options
 from .preview import preview_image
 
 
-def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = None) -> dict:
-    """Write the mesh / depth / weights / preview of one result (each atomically)."""
+def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = None, status=None) -> dict:
+    """Write the mesh / depth / weights / preview of one result (each atomically);
+    ``status.stage`` is told "mesh" and "write"."""
     written = rec["outputs"] if rec is not None else {}
     for kind, path in outputs.items():
+        if status is not None:
+            status.stage("mesh" if kind == "mesh" else "write")
         if kind == "mesh":
             t = time.perf_counter()
             mesh = build_mesh(res.depth, res.camera, res.mask, normals=inp.normals, colors=options.colors,
