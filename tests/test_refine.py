@@ -1,0 +1,75 @@
+"""Rounds after a method: the refreshed AMG hierarchy and the default rounds rule."""
+
+import numpy as np
+import pytest
+import scipy.sparse.linalg as spla
+
+from fnin_cli.pipeline import build_input, classic_lambda, integrate
+from fnin_cli.solvers.bini import bini_weights, integrate_bini
+from fnin_cli.solvers.linear import pcg, refresh_hierarchy, sa_hierarchy
+from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD, DEFAULT_ROUNDS
+from fnin_cli.solvers.system import NormalSystem
+
+from helpers import aligned_error, camera, step_surface
+
+
+def _step_system(kind="persp"):
+    cam = camera(kind)
+    surf, _ = step_surface(cam)
+    inp = build_input(surf.normals, None, surf.support, cam.K if cam.perspective else None,
+                      pixel_size=None if cam.perspective else cam.pixel_size)
+    return inp, surf, NormalSystem(inp.normals, inp.mask, inp.camera), classic_lambda(inp.camera, inp.shape)
+
+
+def test_refreshed_hierarchy_solves_the_new_system_exactly():
+    """The prolongators of one set of weights, with Galerkin operators of another, give
+    an SPD V-cycle for the new matrix: PCG reaches the direct solution of the new system."""
+    _, _, system, lam = _step_system()
+    A1 = system.matrix(None, lam)
+    z = np.random.default_rng(0).normal(size=system.n)
+    A2 = system.matrix(bini_weights(system, z), lam)
+    ml = refresh_hierarchy(sa_hierarchy(A1), A2)
+    assert (abs(ml.levels[0].A - A2)).max() == 0.0
+    M = ml.aspreconditioner(cycle="V").matvec
+    rng = np.random.default_rng(1)
+    r1, r2 = rng.normal(size=system.n), rng.normal(size=system.n)
+    assert np.dot(M(r1), r2) == pytest.approx(np.dot(r1, M(r2)), rel=1e-9)    # symmetric
+    assert np.dot(M(r1), r1) > 0                                                # positive
+    b = A2 @ rng.normal(size=system.n)
+    x, it, res = pcg(A2, b, np.zeros(system.n), M, rtol=1e-11, maxiter=500)
+    exact = spla.spsolve(A2.tocsc(), b)
+    assert res <= 1e-11 and it < 500                                           # converged
+    # up to the nearly free constant (lam is ~1e-10 of the stencil), the same solution
+    np.testing.assert_allclose(x - x.mean(), exact - exact.mean(), atol=1e-6 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+def test_rounds_with_refreshed_hierarchy_match_fresh_ones(kind):
+    """Reusing the hierarchy changes the cost, not the answer: after the same rounds from
+    the same start, both recover the step scene equally well (up to the 1e-3 inner solves)."""
+    inp, surf, system, lam = _step_system(kind)
+    z0 = integrate(inp, "wls").z[inp.mask]
+    mode = "scale" if kind == "persp" else "offset"
+    errs = {}
+    for reuse in (False, True):
+        r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
+                           reuse_hierarchy=reuse)
+        assert r.iterations == 6
+        z = system.to_image(r.z)
+        errs[reuse] = aligned_error(np.exp(z) if kind == "persp" else z, surf.depth, inp.mask, mode)
+    assert errs[True] == pytest.approx(errs[False], rel=0.05, abs=1e-4)
+
+
+def test_default_rounds_stop_by_rule_and_refine_counts_exactly():
+    inp, surf, _, _ = _step_system()
+    assert BY_NAME[DEFAULT_METHOD].rounds == DEFAULT_ROUNDS and DEFAULT_ROUNDS.max_rounds > 0
+    assert all(m.rounds.max_rounds == 0 for m in BY_NAME.values() if m.name != "fnin")
+    default = integrate(inp, device="cpu")
+    assert 1 <= default.rounds <= DEFAULT_ROUNDS.max_rounds and "refine" in default.seconds
+    assert integrate(inp, refine=0, device="cpu").rounds == 0            # the paper's one-shot
+    assert integrate(inp, refine=3, device="cpu").rounds == 3            # exactly N, no early stop
+    assert integrate(inp, "wls").rounds == 0 and integrate(inp, "wls", refine=2).rounds == 2
+    # the default is no worse than the one-shot on the step scene
+    one = integrate(inp, refine=0, device="cpu")
+    e = {n: aligned_error(r.depth, surf.depth, inp.mask, "scale") for n, r in (("default", default), ("one", one))}
+    assert e["default"] <= e["one"] * 1.05 + 1e-4
