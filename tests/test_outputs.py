@@ -156,3 +156,48 @@ def test_interrupt_of_a_middle_input_after_its_writes_still_exits_130(tmp_path, 
     recs = [json.loads(line) for line in r.stdout.splitlines()]
     assert [rec["status"] for rec in recs] == ["ok", "interrupted", "not started"]
     assert set(recs[1]["outputs"]) == {"mesh"}
+
+
+# ------------------------------------------------------------------ depth read back
+
+def test_depth_png_records_its_scale_and_reads_back(tmp_path):
+    from fnin_cli import io
+    from fnin_cli.io.depth import OFFSET_KEY, SCALE_KEY, png_text
+
+    c = write_case(tmp_path / "in", seed=2, name="dome")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "wls",
+                "-o", out / "d.png", "--weights", ".npy"])
+    assert r.exit_code == 0, r.stderr
+    r = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "wls",
+                "-o", out / "d.npy"])
+    assert r.exit_code == 0, r.stderr
+    exact = np.load(out / "d.npy")
+    text = png_text(out / "d.png")
+    step = float(text[SCALE_KEY])
+    assert step > 0 and float(text[OFFSET_KEY]) == pytest.approx(np.nanmin(exact), rel=1e-6)
+    back = io.read_depth(out / "d.png")
+    assert back.dtype == np.float32 and back.shape == exact.shape
+    assert np.array_equal(np.isnan(back), np.isnan(exact))
+    assert np.nanmax(np.abs(back - exact)) <= 0.5 * step * 1.001 + 1e-7
+    assert np.array_equal(io.read_depth(out / "d.npy"), exact, equal_nan=True)
+
+
+@pytest.mark.parametrize("suffix", [".exr", ".tif", ".npy"])
+def test_read_depth_of_float_files(tmp_path, suffix):
+    from fnin_cli import io
+
+    d = np.linspace(1, 2, 48 * 40, dtype=np.float32).reshape(40, 48)
+    d[:3] = np.nan
+    io.write_array(tmp_path / f"d{suffix}", d)
+    assert np.array_equal(io.read_depth(tmp_path / f"d{suffix}"), d, equal_nan=True)
+
+
+def test_read_depth_refuses_a_png_without_the_scale(tmp_path):
+    from fnin_cli import io
+    from fnin_cli.errors import FninError
+
+    io.write_png(tmp_path / "plain.png", np.full((8, 8), 300, np.uint16))
+    with pytest.raises(FninError, match="depth scale.*exr, .npy or .tif"):
+        io.read_depth(tmp_path / "plain.png")

@@ -255,7 +255,8 @@ def write_array(path, arr: np.ndarray, force: bool = False) -> Path:
     """Write a float map (depth, weights, normals) atomically by suffix.
 
     .npy/.exr/.tif keep float32 exactly (NaN outside the mask). .png stores a 16-bit
-    grey picture normalised to the finite range (lossy; for viewing), background 0.
+    grey picture normalised to the finite range (lossy), background 0, with the scale
+    and offset in text chunks (:mod:`.depth`; ``io.read_depth`` reads it back).
     """
     path = check_output(path, force)
     suf = _suffix(path)
@@ -292,6 +293,10 @@ def _write_tiff(path: Path, arr: np.ndarray) -> None:
 def _write_png_map(path: Path, arr: np.ndarray) -> None:
     if arr.dtype in (np.uint8, np.uint16):
         write_png(path, arr)
+    elif arr.ndim == 2:  # a depth/weights map: 16-bit with its scale in text chunks (io.depth)
+        from .depth import write_depth_png
+
+        write_depth_png(path, arr)
     else:
         write_png(path, to_uint16(arr))
 
