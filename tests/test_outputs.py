@@ -201,3 +201,34 @@ def test_read_depth_refuses_a_png_without_the_scale(tmp_path):
     io.write_png(tmp_path / "plain.png", np.full((8, 8), 300, np.uint16))
     with pytest.raises(FninError, match="depth scale.*exr, .npy or .tif"):
         io.read_depth(tmp_path / "plain.png")
+
+
+# ------------------------------------------------------------------ labelled preview
+
+def test_preview_panels_are_titled_with_a_depth_legend(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from fnin_cli.batch import preview
+
+    c = write_case(tmp_path / "in", seed=2, name="dome")
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "bini",
+            "-o", out / "dome.ply", "--preview", ".png", "--depth", ".npy"]
+    assert invoke(args).exit_code == 0
+    img = np.asarray(Image.open(out / "dome_preview.png").convert("RGB"))
+    # the masked object of a 48x48 scene, cropped, each panel widened to fit its labels
+    mask = np.asarray(Image.open(c["mask"])) > 0
+    rows = np.flatnonzero(mask.any(1))
+    ph = min(48, rows[-1] + 1 + 8) - max(0, rows[0] - 8)
+    assert img.shape == (preview.TITLE_HEIGHT + ph + preview.LEGEND_HEIGHT, 3 * preview.MIN_PANEL_WIDTH + 8, 3)
+    # without the text, the title and legend strips would be plain background
+    monkeypatch.setattr("PIL.ImageDraw.ImageDraw.text", lambda self, *a, **k: None)
+    assert invoke(args[:-4] + ["--preview", out / "bare.png", "--force"]).exit_code == 0
+    bare = np.asarray(Image.open(out / "bare.png").convert("RGB"))
+    assert bare.shape == img.shape
+    titles, legend = slice(0, preview.TITLE_HEIGHT), slice(img.shape[0] - preview.LEGEND_HEIGHT, None)
+    assert (bare[titles] == preview._BACKGROUND).all() and not (img[titles] == preview._BACKGROUND).all()
+    assert (img[legend] != bare[legend]).any(axis=-1).sum() > 100  # near/far depth and the colour key
+    assert np.array_equal(img[preview.TITLE_HEIGHT:-preview.LEGEND_HEIGHT],
+                          bare[preview.TITLE_HEIGHT:-preview.LEGEND_HEIGHT])  # panels untouched

@@ -1,4 +1,6 @@
-"""The preview picture: normals | shaded | depth side by side.
+"""The preview picture: normals | shaded | depth side by side, each panel titled, the
+depth panel with a colour bar (near/far depth in the map's units) and the colour of
+discontinuities. Text is drawn with Pillow's default font (no new dependency).
 """
 
 from __future__ import annotations
@@ -11,6 +13,11 @@ from ..conventions import from_internal
 # ------------------------------------------------------------------ preview picture
 
 PREVIEW_SIDE = 1024
+TITLE_HEIGHT = 16      # strip above the panels: their titles
+LEGEND_HEIGHT = 30     # strip below: the depth colour bar and the discontinuity colour
+MIN_PANEL_WIDTH = 150  # narrow panels are widened (background) so that their labels fit
+_TEXT = (230, 230, 230)
+_RED = (230.0, 40.0, 40.0)
 _BACKGROUND = np.array([40, 40, 40], np.uint8)
 _LIGHT = np.array([-0.35, -0.45, -0.82])  # from the surface toward a light above-left of the camera
 
@@ -54,7 +61,7 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
     rgb = np.repeat(g[..., None], 3, axis=-1)
     if discontinuity is not None:
         jump = np.nan_to_num(discontinuity[::step, ::step], nan=0.0) > 0.5
-        rgb[jump] = (230.0, 40.0, 40.0)
+        rgb[jump] = _RED
     p3 = _panel(rgb, m)
 
     # crop to the object (plus a margin) so small objects in big frames stay visible
@@ -64,8 +71,49 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
         r0, r1 = max(0, rows[0] - pad), min(m.shape[0], rows[-1] + 1 + pad)
         c0, c1 = max(0, cols[0] - pad), min(m.shape[1], cols[-1] + 1 + pad)
         p1, p2, p3 = (p[r0:r1, c0:c1] for p in (p1, p2, p3))
+    p1, p2, p3 = (_widen(p) for p in (p1, p2, p3))
     gap = np.broadcast_to(_BACKGROUND, (p1.shape[0], 4, 3))
-    return np.ascontiguousarray(np.concatenate([p1, gap, p2, gap, p3], axis=1), dtype=np.uint8)
+    body = np.ascontiguousarray(np.concatenate([p1, gap, p2, gap, p3], axis=1), dtype=np.uint8)
+    dfin = depth[mask & np.isfinite(depth)]
+    span = (float(dfin.min()), float(dfin.max())) if dfin.size else None
+    return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, discontinuity is not None)
+
+
+def _widen(p: np.ndarray) -> np.ndarray:
+    if p.shape[1] >= MIN_PANEL_WIDTH:
+        return p
+    extra = MIN_PANEL_WIDTH - p.shape[1]
+    left = np.broadcast_to(_BACKGROUND, (p.shape[0], extra // 2, 3))
+    right = np.broadcast_to(_BACKGROUND, (p.shape[0], extra - extra // 2, 3))
+    return np.concatenate([left, p, right], axis=1)
+
+
+def _label(body: np.ndarray, widths: list, span, jumps: bool) -> np.ndarray:
+    """Titles above the panels; under the depth panel its colour bar (bright = near,
+    rank-equalised, so the ticks are the min and max depth) and the discontinuity colour."""
+    from PIL import Image, ImageDraw
+
+    h, w = body.shape[:2]
+    img = Image.new("RGB", (w, h + TITLE_HEIGHT + LEGEND_HEIGHT), tuple(int(c) for c in _BACKGROUND))
+    img.paste(Image.fromarray(body), (0, TITLE_HEIGHT))
+    draw = ImageDraw.Draw(img)
+    x0 = [0, widths[0] + 4, widths[0] + widths[1] + 8]
+    for x, pw, title in zip(x0, widths, ("normals (input)", "shaded (result)", "depth")):
+        draw.text((x + 3, 2), title, fill=_TEXT)
+    # depth colour bar: the panel's grey ramp, bright (near) to dark (far)
+    x, pw = x0[2], widths[2]
+    top = TITLE_HEIGHT + h + 3
+    bar_w = max(20, pw - 6)
+    ramp = (50.0 + 205.0 * (1.0 - np.linspace(0.0, 1.0, bar_w))).astype(np.uint8)
+    img.paste(Image.fromarray(np.repeat(np.repeat(ramp[None, :, None], 8, 0), 3, 2)), (x + 3, top))
+    if span is not None:
+        draw.text((x + 3, top + 10), f"near {span[0]:.4g}", fill=_TEXT)
+        far = f"far {span[1]:.4g}"
+        draw.text((x + 3 + bar_w - 6 * len(far), top + 10), far, fill=_TEXT)
+    if jumps:  # the discontinuity colour, under the normals panel
+        draw.rectangle([3, top, 11, top + 8], fill=tuple(int(c) for c in _RED))
+        draw.text((15, top - 1), "discontinuity (in depth)", fill=_TEXT)
+    return np.asarray(img, dtype=np.uint8)
 
 
 def _panel(rgb: np.ndarray, mask: np.ndarray) -> np.ndarray:
