@@ -232,3 +232,12 @@ def test_preview_panels_are_titled_with_a_depth_legend(tmp_path, monkeypatch):
     assert (img[legend] != bare[legend]).any(axis=-1).sum() > 100  # near/far depth and the colour key
     assert np.array_equal(img[preview.TITLE_HEIGHT:-preview.LEGEND_HEIGHT],
                           bare[preview.TITLE_HEIGHT:-preview.LEGEND_HEIGHT])  # panels untouched
+
+
+def test_status_waits_a_second_so_quick_inputs_print_only_their_result(tmp_path, monkeypatch):
+    buf = _fake_terminal(monkeypatch)
+    monkeypatch.setattr("fnin_cli.batch.progress.STATUS_DELAY", 5.0)
+    c = write_case(tmp_path / "in", seed=2, name="dome")
+    r = invoke(["integrate", c["normals"], "--method", "wls", "-o", tmp_path / "d.npy"])
+    assert r.exit_code == 0, r.stderr
+    assert "ok " in buf.getvalue() and "load" not in buf.getvalue()

@@ -62,15 +62,10 @@ class LiveStatus:
     # -------------------------------------------------------------- life cycle
 
     def open(self):
-        """Show the status now (several inputs) or after the delay (one input)."""
-        if not self.enabled:
-            return self
-        if self.many or self.delay <= 0:
+        """Show the status now (several inputs); one input's shows ``delay`` seconds after
+        it starts (``start_input``), so a quick input prints only its result line."""
+        if self.enabled and self.many:
             self._start()
-        else:
-            self._timer = threading.Timer(self.delay, self._start)
-            self._timer.daemon = True
-            self._timer.start()
         return self
 
     def _start(self):
@@ -109,6 +104,13 @@ class LiveStatus:
                 self.progress.remove_task(self.current)
             self.current = self.progress.add_task(name, total=None, kind="input", stage="start")
             self._stage = ("start", None, None)
+            if not self._started and self._timer is None:
+                if self.delay <= 0:
+                    self._start()
+                else:
+                    self._timer = threading.Timer(self.delay, self._start)
+                    self._timer.daemon = True
+                    self._timer.start()
             self._refresh()
 
     def stage(self, name: str, step=None, total=None):
