@@ -36,7 +36,8 @@ def _corpus(root):
     data = (root / "file1.png").read_bytes()
     (root / "broken1.png").write_bytes(data[: len(data) // 2])
     io.write_png(root / "broken2.png", np.zeros((48, 48), np.uint16))
-    np.save(root / "broken3.npy", from_internal(scene(2).normals, "opencv"))  # read as 'ps': faces away
+    np.save(root / "broken3.npy", scene(2).normals[..., 0])  # one channel, not a normal map
+    # (an OpenCV-frame .npy is no longer broken: --convention auto reads it; issue 16)
     empty = write_folder(root / "broken4", seed=3)
     io.write_png(empty / "mask.png", np.zeros((48, 48), np.uint8))
     bad = [root / "broken0.png", root / "broken1.png", root / "broken2.png", root / "broken3.npy", empty]
