@@ -38,6 +38,7 @@ frame: x right, y down, z forward), matching the normal maps.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -124,9 +125,42 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
     return cut_h, cut_v, cut_d1, cut_d2
 
 
+@dataclass
+class MeshArrays:
+    """A triangle mesh as plain arrays: what :func:`write_mesh` needs, without trimesh."""
+
+    vertices: np.ndarray               # (V, 3) float64
+    faces: np.ndarray                  # (F, 3) int64, wound toward the camera
+    vertex_colors: np.ndarray | None   # (V, 4) uint8 RGBA, or None
+
+    def to_trimesh(self):
+        """The same mesh as a ``trimesh.Trimesh`` (``process=False``)."""
+        import trimesh
+
+        return trimesh.Trimesh(vertices=self.vertices, faces=self.faces, vertex_colors=self.vertex_colors,
+                               process=False)
+
+
 def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = 1.0,
                system_residuals=None):
     """Triangle mesh (``trimesh.Trimesh``, ``process=False``) of a depth map.
+
+    The arguments are those of :func:`mesh_arrays`, which builds the same mesh as plain
+    arrays (no trimesh import: what the CLI writes).
+
+    Examples
+    --------
+    >>> from fnin_cli import load_input, integrate                     # doctest: +SKIP
+    >>> inp = load_input("samples/dome"); res = integrate(inp)          # doctest: +SKIP
+    >>> mesh = build_mesh(res.depth, res.camera, res.mask, normals=inp.normals)  # doctest: +SKIP
+    >>> write_mesh("dome.ply", mesh)                                    # doctest: +SKIP
+    """
+    return mesh_arrays(depth, camera, mask, normals, colors, cut, system_residuals).to_trimesh()
+
+
+def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = 1.0,
+                system_residuals=None) -> MeshArrays:
+    """The triangle mesh of a depth map as :class:`MeshArrays`.
 
     ``depth``: (H, W) depth (NaN outside the mask is fine); ``mask``: (H, W) bool, pixels
     with non-finite depth (or depth <= 0 for perspective) are left out too; ``normals``:
@@ -135,8 +169,6 @@ def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, c
     ``system_residuals``: residuals ``NormalSystem.residuals(z)`` already computed for
     exactly this mask (saves rebuilding the system). See the module docstring.
     """
-    import trimesh
-
     depth = np.asarray(depth, np.float64)
     if depth.ndim != 2:
         raise FninError(f"depth must be an (H, W) array, got shape {depth.shape}")
@@ -193,7 +225,7 @@ def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, c
         ps = from_internal(np.asarray(normals, np.float64)[m], "ps")
         rgb = np.clip(np.round((np.nan_to_num(ps, nan=1.0) + 1.0) / 2.0 * 255.0), 0, 255).astype(np.uint8)
         vertex_colors = np.concatenate([rgb, np.full((rgb.shape[0], 1), 255, np.uint8)], axis=1)
-    return trimesh.Trimesh(vertices=vertices, faces=faces, vertex_colors=vertex_colors, process=False)
+    return MeshArrays(vertices, faces, vertex_colors)
 
 
 def write_mesh(path, mesh, force: bool = False) -> Path:
@@ -205,7 +237,45 @@ def write_mesh(path, mesh, force: bool = False) -> Path:
     path = io.check_output(path, force)
     with io.atomic_path(path) as tmp:
         if suf == ".ply":
-            mesh.export(file_obj=str(tmp), file_type="ply", encoding="binary")
+            write_ply(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces), _colors(mesh))
         else:
+            if isinstance(mesh, MeshArrays):
+                mesh = mesh.to_trimesh()
             mesh.export(file_obj=str(tmp), file_type="obj", include_normals=False, include_texture=False)
     return path
+
+
+def _colors(mesh):
+    """RGBA vertex colours of a MeshArrays or a trimesh mesh (None without)."""
+    if isinstance(mesh, MeshArrays):
+        return mesh.vertex_colors
+    visual = getattr(mesh, "visual", None)
+    if visual is None or getattr(visual, "kind", None) != "vertex":
+        return None
+    return np.asarray(visual.vertex_colors, np.uint8)
+
+
+def write_ply(path, vertices: np.ndarray, faces: np.ndarray, colors: np.ndarray | None = None) -> None:
+    """Binary little-endian PLY: float32 x, y, z (+ uchar RGBA), faces as uchar count +
+    int32 indices; the same bytes as trimesh's binary export, without importing trimesh
+    (about a second of a single call's start-up; docs/decisions.md#start-up)."""
+    vdt = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
+    header = ["ply", "format binary_little_endian 1.0", "comment https://github.com/mikedh/trimesh",
+              f"element vertex {len(vertices)}", "property float x", "property float y", "property float z"]
+    if colors is not None:
+        vdt += [("red", "u1"), ("green", "u1"), ("blue", "u1"), ("alpha", "u1")]
+        header += ["property uchar red", "property uchar green", "property uchar blue", "property uchar alpha"]
+    header += [f"element face {len(faces)}", "property list uchar int vertex_indices", "end_header"]
+    v = np.empty(len(vertices), dtype=vdt)
+    for i, name in enumerate("xyz"):
+        v[name] = vertices[:, i]
+    if colors is not None:
+        for i, name in enumerate(("red", "green", "blue", "alpha")):
+            v[name] = colors[:, i]
+    f = np.empty(len(faces), dtype=[("count", "u1"), ("index", "<i4", (3,))])
+    f["count"] = 3
+    f["index"] = faces
+    with open(path, "wb") as fh:
+        fh.write(("\n".join(header) + "\n").encode("ascii"))
+        fh.write(v.tobytes())
+        fh.write(f.tobytes())

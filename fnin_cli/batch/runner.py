@@ -17,11 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
-from ..camera import Camera
 from ..errors import FninError
 from ..io.formats import probe_shape
 from ..io.layout import find_in_folder
-from ..mesh import build_mesh
 from ..pipeline import integrate, load_input
 from ..resources import PeakMemory, limit_threads
 from ..solvers.registry import BY_NAME
@@ -43,25 +41,27 @@ def _sigint(signum, frame):
         raise KeyboardInterrupt
 
 
-def _warm_up() -> None:
+def _warm_up(obj: bool = False) -> None:
     """Import everything an input may need, once, before the first input.
 
     Besides fairer per-input timings, this keeps Ctrl-C out of imports: trimesh wraps
     failed optional imports (KeyboardInterrupt included) in placeholders, which then
-    broke the rest of that process with a TypeError instead of stopping it.
+    broke the rest of that process with a TypeError instead of stopping it. trimesh is
+    imported only when an .obj mesh will be written (PLY is written without it: about a
+    second of a single call's start-up, docs/decisions.md#start-up).
     """
-    import io as _bytes_io
-
     try:
         import pyamg  # noqa: F401
         import scipy.sparse.linalg  # noqa: F401
 
-
-        depth = np.ones((3, 3))
-        mesh = build_mesh(depth, Camera(None, 1.0), depth > 0)
-        mesh.export(file_obj=_bytes_io.BytesIO(), file_type="ply", encoding="binary")
+        if obj:
+            import trimesh  # noqa: F401
     except Exception:  # a missing optional piece shows up per input, with its message
         pass
+
+
+def _writes_obj(jobs) -> bool:
+    return any(str(p).lower().endswith(".obj") for j in jobs for p in j.outputs.values())
 
 
 def quiet_library_loggers() -> None:
@@ -73,7 +73,7 @@ def quiet_library_loggers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def init_worker(options: Options, in_pool: bool = False):
+def init_worker(options: Options, in_pool: bool = False, obj: bool = False):
     """Per-process setup: fixed thread counts (results do not depend on --jobs) and the
     FNIN network loaded once. Safe when the network or its weights are unavailable:
     the error then surfaces per input, with its file name. Returns a callable that
@@ -89,7 +89,7 @@ def init_worker(options: Options, in_pool: bool = False):
     fnin = BY_NAME[options.method].needs_network
     threads = limit_threads(options.threads, torch=fnin, env=False)
     quiet_library_loggers()
-    _warm_up()
+    _warm_up(obj)
     threads.apply()  # also the BLAS of scipy/pyamg, loaded by the warm-up
     if fnin:
         _STATE["model"] = load_model_safely(options)
@@ -328,7 +328,7 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
         raise Interrupted(records)
 
     if workers == 1:
-        restore = init_worker(options, in_pool=False) if todo else (lambda: None)
+        restore = init_worker(options, in_pool=False, obj=_writes_obj(jobs)) if todo else (lambda: None)
         try:
             for i in todo:
                 if on_start is not None:
@@ -354,7 +354,7 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
     def new_pool():
         # spawn: fresh interpreters, no inherited thread pools (fork after torch/OpenMP can hang)
         return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                      initializer=init_worker, initargs=(options, True))
+                                      initializer=init_worker, initargs=(options, True, _writes_obj(jobs)))
 
     # the workers' environment (BLAS and torch counts are set again in init_worker);
     # restored when the pool is gone

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from .. import io
-from ..mesh import build_mesh, write_mesh
+from ..mesh import mesh_arrays, write_mesh
 from .options import Options
 from .preview import preview_image
 
@@ -20,7 +20,7 @@ def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = 
             status.stage("mesh" if kind == "mesh" else "write")
         if kind == "mesh":
             t = time.perf_counter()
-            mesh = build_mesh(res.depth, res.camera, res.mask, normals=inp.normals, colors=options.colors,
+            mesh = mesh_arrays(res.depth, res.camera, res.mask, normals=inp.normals, colors=options.colors,
                               cut=options.cut)
             if rec is not None:
                 rec["seconds"]["mesh"] = round(time.perf_counter() - t, 4)

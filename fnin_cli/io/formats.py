@@ -26,6 +26,7 @@ import numpy as np
 from ..conventions import from_internal
 from ..errors import FninError
 from .files import atomic_path, check_output
+from .png_fast import read_png_fast
 
 MESH_SUFFIXES = (".ply", ".obj")
 
@@ -95,6 +96,10 @@ def check_size(shape, path):
 
 
 def _read_png(path: Path):
+    fast = read_png_fast(path)
+    if fast is not None:
+        check_size(fast[0].shape[:2], path)
+        return fast
     import png
 
     reader = png.Reader(filename=str(path))
