@@ -90,7 +90,7 @@ def load_input(
     option that fixes it. More than 2 % invalid masked normals is an error unless
     ``allow_invalid``. ``Input.convention`` holds the decoding used.
     """
-    from .checks import check_decoding, check_invalid
+    from .checks import INVALID_MAX, check_decoding, check_invalid
 
     path = Path(path)
     if path.is_dir():
@@ -131,11 +131,15 @@ def load_input(
         else:  # explicit convention facing away: the loader's own refusal below (as before)
             chk.chosen, chk.changed = chk.given, False
     vec = chk.decode(arr, bitdepth)
-    rep = check_invalid(vec, mask, allow=allow_invalid, source=npath, is_float=bitdepth is None, raw=arr)
-    if mask is None and rep.nonfinite:
-        warnings.append(rep.message)
+    normals, valid = conventions.normalise(vec)  # valid: finite, length within INVALID_TOL of 1
+    if mask is None:  # NaN/inf are background: count them for a warning
+        nonfinite = int(np.count_nonzero(~valid & ~np.isfinite(vec).all(axis=-1)))
+        if nonfinite:
+            warnings.append(f"{nonfinite} NaN/inf normals and no mask: treated as background")
+    elif np.count_nonzero(mask & ~valid) > INVALID_MAX * np.count_nonzero(mask):
+        # too many: the full report (count and likely cause) stops the run unless allowed
+        check_invalid(vec, mask, allow=allow_invalid, source=npath, is_float=bitdepth is None, raw=arr)
     seconds = time.perf_counter() - t0
-    normals, valid = conventions.normalise(vec)
     inp = build_input(normals, valid, mask, K, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
                       convention=chk.chosen.name)
     inp.warnings[:0] = warnings
