@@ -89,7 +89,7 @@ def test_edge_weights_are_bini_layout_and_reach_stage2():
     np.testing.assert_allclose(w["u+"] + w["u-"], 1.0)
     np.testing.assert_allclose(w["v-"], stage2.sharpen(p[1][inp.mask], stage2.EDGE_SHARPNESS))
     np.testing.assert_allclose(stage2.edge_weights(s, p, sharpness=1.0)["v-"], p[1][inp.mask])
-    r = integrate(inp, "fnin", model=model)
+    r = integrate(inp, "fnin", model=model, refine=0)       # the one-shot: Stage II alone
     z, _ = stage2.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
     np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
     # without an edge net the attention map still gives the weights
@@ -239,7 +239,7 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
             lv1, zg1 = make_batch([s], 32, fold_prob=1.0)
             with torch.no_grad():
                 errs.append((float(solve_loss(start, lv1, zg1, cfg)), relative_error(
-                    integrate(inp, "fnin", model=start.eval(), solver="amg").z[inp.mask], sc.unknown[inp.mask])))
+                    integrate(inp, "fnin", model=start.eval(), solver="amg", refine=0).z[inp.mask], sc.unknown[inp.mask])))
     assert errs
     for ours, fnin in errs:
         assert abs(ours - fnin) <= 2e-3 * fnin, (ours, fnin)
