@@ -92,3 +92,24 @@ def test_a_ply_run_does_not_import_trimesh(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "no trimesh" in r.stdout, r.stderr[-2000:]
     assert (tmp_path / "m.ply").stat().st_size > 1000
+
+
+def test_integrate_leaves_quickly_with_its_exit_codes_and_flushed_output(tmp_path):
+    """`fnin integrate` ends with os._exit after flushing: exit codes 0 / 1 / 2 and the
+    --json lines on stdout are what the normal exit gave."""
+    import json
+
+    def fnin(*args):
+        return subprocess.run([sys.executable, "-m", "fnin_cli.cli", "integrate", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    ok = fnin(str(SAMPLES / "dome"), str(SAMPLES / "hill"), "--out-dir", str(tmp_path), "--method", "wls", "--json")
+    assert ok.returncode == 0, ok.stderr[-1000:]
+    records = [json.loads(line) for line in ok.stdout.splitlines()]
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    assert all(Path(r["outputs"]["mesh"]).stat().st_size > 1000 for r in records)
+    bad = fnin(str(tmp_path / "missing.png"), "-o", str(tmp_path / "m.ply"), "--json")
+    assert bad.returncode == 1 and json.loads(bad.stdout)["status"] == "failed"
+    assert bad.stderr.strip().splitlines()[-1].startswith("error:")
+    usage = fnin(str(SAMPLES / "dome"), "--method", "nope")
+    assert usage.returncode == 2 and "error:" in usage.stderr
