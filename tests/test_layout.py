@@ -15,8 +15,8 @@ SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
 def test_a_wls_run_does_not_import_torch(tmp_path):
-    code = ("import sys\nfrom fnin_cli.cli import main\nsys.argv = ['fnin', 'integrate', sys.argv[1], '-o', sys.argv[2],"
-            " '--method', 'wls', '--quiet']\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+    code = ("import sys\nfrom fnin_cli.cli import app\nsys.argv = ['fnin', 'integrate', sys.argv[1], '-o', sys.argv[2],"
+            " '--method', 'wls', '--quiet']\ntry:\n    app()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
             "assert 'torch' not in sys.modules, 'torch imported by a wls run'\nprint('no torch')")
     r = subprocess.run([sys.executable, "-c", code, str(SAMPLES / "dome"), str(tmp_path / "m.ply")],
                        capture_output=True, text=True, timeout=120)

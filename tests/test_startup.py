@@ -85,8 +85,8 @@ def test_ply_is_written_byte_identical_to_trimesh(tmp_path):
 
 
 def test_a_ply_run_does_not_import_trimesh(tmp_path):
-    code = ("import sys\nfrom fnin_cli.cli import main\nsys.argv = ['fnin', 'integrate', sys.argv[1], '-o', sys.argv[2],"
-            " '--method', 'wls', '--quiet']\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+    code = ("import sys\nfrom fnin_cli.cli import app\nsys.argv = ['fnin', 'integrate', sys.argv[1], '-o', sys.argv[2],"
+            " '--method', 'wls', '--quiet']\ntry:\n    app()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
             "assert 'trimesh' not in sys.modules, 'trimesh imported by a ply run'\nprint('no trimesh')")
     r = subprocess.run([sys.executable, "-c", code, str(SAMPLES / "dome"), str(tmp_path / "m.ply")],
                        capture_output=True, text=True, timeout=120)
