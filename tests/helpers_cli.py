@@ -97,3 +97,15 @@ def write_random_model(path) -> Path:
     save_file({k: v.detach().contiguous().float() for k, v in model.state_dict().items()}, str(path),
               metadata={"net": json.dumps(cfg.to_dict())})
     return Path(path)
+
+
+def assert_run_leaves_out(module: str, args, out_file):
+    """Run `fnin integrate ARGS` in a fresh interpreter (through the Typer app, which
+    returns) and assert that it succeeded, wrote ``out_file`` and never imported ``module``."""
+    code = ("import sys\nfrom fnin_cli.cli import app\nsys.argv = ['fnin', 'integrate', *sys.argv[2:]]\n"
+            "try:\n    app()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "assert sys.argv[1] not in sys.modules, sys.argv[1] + ' imported'\nprint('left out')")
+    r = subprocess.run([sys.executable, "-c", code, module, *[str(a) for a in args]],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "left out" in r.stdout, r.stderr[-2000:]
+    assert Path(out_file).stat().st_size > 1000

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import FninError
 from .render import render
+from .synthetic import random_camera
 
 VALIDATION_MESHES = ("boot", "hand", "koala", "lionstatue", "penguin")
 TRAIN_MESHES = ("armadillo", "boat", "brucewick", "demosthenes", "falconstatue", "fish",
@@ -229,15 +230,8 @@ def make_mesh_scene(seed: int, meshes, h: int = 128, w: int | None = None,
     min_px = max(64, int(0.03 * h * w))
     for attempt in range(50):
         rng = np.random.default_rng(seed if attempt == 0 else [seed, attempt])
-        persp = rng.uniform() >= ortho_prob
-        f = L * float(np.exp(rng.uniform(np.log(0.8), np.log(7.0))))
-        if persp:
-            K = np.array([[f, 0, (w - 1) / 2 + rng.uniform(-0.05, 0.05) * w],
-                          [0, f, (h - 1) / 2 + rng.uniform(-0.05, 0.05) * h],
-                          [0, 0, 1.0]])
-            D0 = 1.0
-        else:
-            K, D0 = None, 2.0 * L
+        K, D0, f = random_camera(rng, h, w, ortho_prob)
+        persp = K is not None
         n_obj = int(rng.integers(1, max(1, max_objects) + 1))
         picks = rng.integers(0, len(items), n_obj)
         r0 = rng.uniform(0.22, 0.5) * min(h, w)

@@ -154,6 +154,23 @@ def _stacked_layers(rng, h, w, persp, f, base0, px, size) -> list:
     return layers
 
 
+def random_camera(rng, h: int, w: int, ortho_prob: float):
+    """A scene camera drawn from ``rng``: ``(K, base depth, f)`` for a pinhole camera
+    with f = L * exp(U(ln 0.8, ln 7)) (L the long side) and the principal point within
+    5% of the centre, base depth 1; or ``(None, 2 L, f)``, orthographic with pixel size
+    1, with probability ``ortho_prob`` (f is drawn either way, so the draws that follow
+    do not depend on the camera kind)."""
+    L = max(h, w)
+    persp = rng.uniform() >= ortho_prob
+    f = L * float(np.exp(rng.uniform(np.log(0.8), np.log(7.0))))
+    if not persp:
+        return None, 2.0 * L, f
+    K = np.array([[f, 0, (w - 1) / 2 + rng.uniform(-0.05, 0.05) * w],
+                  [0, f, (h - 1) / 2 + rng.uniform(-0.05, 0.05) * h],
+                  [0, 0, 1.0]])
+    return K, 1.0, f
+
+
 def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float = 0.2,
                noise: bool = True, stack_prob: float = 0.0, fold_prob: float = 0.0) -> Scene:
     """One random scene; the same ``seed`` (and ``stack_prob``) always gives the same arrays.
@@ -170,16 +187,8 @@ def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float 
     rng = np.random.default_rng(seed)
     w = h if w is None else w
     L = max(h, w)
-    persp = rng.uniform() >= ortho_prob
-    f = L * float(np.exp(rng.uniform(np.log(0.8), np.log(7.0))))
-    if persp:
-        K = np.array([[f, 0, (w - 1) / 2 + rng.uniform(-0.05, 0.05) * w],
-                      [0, f, (h - 1) / 2 + rng.uniform(-0.05, 0.05) * h],
-                      [0, 0, 1.0]])
-        base0 = 1.0
-    else:
-        K = None
-        base0 = 2.0 * L
+    K, base0, f = random_camera(rng, h, w, ortho_prob)
+    persp = K is not None
     v, u = np.mgrid[0:h, 0:w].astype(np.float64)
     layers = []
     px = base0 / f if persp else 1.0
