@@ -6,6 +6,7 @@ meshes, records each round's per-object error and time, and ``bini`` beside it; 
 applies the rule written down before the measurement. Usage::
 
     python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--out results.json]
+    python benchmarks/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
 """
 
 from __future__ import annotations
@@ -100,17 +101,50 @@ def apply_rule(records):
             "candidates": table, "chosen": chosen}
 
 
+def compare_stage2(meshes, scenes: int, size: int, out: str):
+    """The default as shipped against Stage II at 1e-3 sharing its AMG hierarchy with the
+    rounds (``pipeline.STAGE2_BEFORE_ROUNDS``), interleaved per scene, same process."""
+    from fnin_cli import pipeline
+
+    shipped = pipeline.STAGE2_BEFORE_ROUNDS
+    res = {"shipped": [], "candidate": []}
+    for i in range(scenes):
+        sc = make_mesh_scene(SEED0 + i, meshes, size)
+        inp = build_input(sc.normals, None, sc.mask, sc.K)
+        for name, value in (("shipped", shipped), ("candidate", 1e-3)):
+            pipeline.STAGE2_BEFORE_ROUNDS = value
+            t = time.perf_counter()
+            r = integrate(inp)
+            res[name].append((object_error(r.z, sc, sc.K is not None), time.perf_counter() - t, r.rounds))
+        pipeline.STAGE2_BEFORE_ROUNDS = shipped
+        print(i, {k: tuple(round(x, 4) for x in v[-1]) for k, v in res.items()}, flush=True)
+    summary = {k: {"error": float(np.mean([x[0] for x in v])), "seconds": float(sum(x[1] for x in v))}
+               for k, v in res.items()}
+    ok = (summary["candidate"]["error"] <= 1.01 * summary["shipped"]["error"]
+          and summary["candidate"]["seconds"] < summary["shipped"]["seconds"])
+    summary["adopt"] = bool(ok)
+    with open(out, "w") as fh:
+        json.dump({"per_scene": res, **summary}, fh, indent=1)
+    print(summary)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--scenes", type=int, default=16)
     ap.add_argument("--size", type=int, default=384)
-    ap.add_argument("--out", default="benchmarks/results/default_rounds.json")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--compare-stage2", action="store_true")
     a = ap.parse_args()
     import torch
 
     torch.set_num_threads(1)
     meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
+    if a.compare_stage2:
+        with limit_threads(1):
+            compare_stage2(meshes, a.scenes, a.size, a.out or "benchmarks/results/stage2_before_rounds.json")
+        return
+    a.out = a.out or "benchmarks/results/default_rounds.json"
     records = []
     with limit_threads(1):
         for i in range(a.scenes):

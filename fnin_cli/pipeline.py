@@ -235,6 +235,10 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
 # --refine's inner solver on every device: a third of Jacobi-PCG's time, no worse
 # (docs/decisions.md#refine-solver).
 REFINE_SOLVER = "amg"
+# Stage II before rounds: None solves it as the one-shot does (SOLVE_RTOL) and the rounds
+# build their own AMG hierarchy; a tolerance solves it to that and the rounds refresh its
+# hierarchy (docs/decisions.md#stage2-before-rounds).
+STAGE2_BEFORE_ROUNDS = 1e-3
 
 
 def integrate(
@@ -300,11 +304,14 @@ def integrate(
     lam_sys = classic_lambda(inp.camera, inp.shape) * (lam / LAMBDA)
     if stage is not None:
         stage("network" if BY_NAME[method].needs_network else "solve", None, None)
+    rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
+    hierarchy = {} if rounds.max_rounds else None
+    shared = rounds.max_rounds and STAGE2_BEFORE_ROUNDS is not None
     out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, bini_k, device, model, network_side,
-                                                   progress, stage))
+                                                   progress, stage, STAGE2_BEFORE_ROUNDS if shared else None,
+                                                   hierarchy if shared else None))
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     seconds.update(out.seconds)
-    rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
     refined = 0
     if rounds.max_rounds:
         t1 = time.perf_counter()
@@ -313,7 +320,7 @@ def integrate(
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
         r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
-                           tol=rounds.tol, solver=REFINE_SOLVER, reuse_hierarchy=True,
+                           tol=rounds.tol, solver=REFINE_SOLVER, hierarchy=hierarchy,
                            callback=(lambda i, e: progress(i)) if progress else None)
         z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1

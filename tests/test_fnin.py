@@ -147,7 +147,7 @@ def test_cuda_gives_the_cpu_answer():
     assert np.abs(a - b).mean() < 1e-3 * np.abs(a - a.mean()).mean()
 
 
-def test_refine_rounds_keep_separate_objects_where_the_method_put_them():
+def test_refine_rounds_keep_separate_objects_where_the_method_put_them(monkeypatch):
     """Regression: --refine's BiNI rounds once pulled each separate object's offset to the
     lam prior's 0 (exact inner solves do it in one round), erasing fnin's placement of
     disconnected pieces. The prior now stays at the result the rounds start from, and the
@@ -171,4 +171,11 @@ def test_refine_rounds_keep_separate_objects_where_the_method_put_them():
 
     before = offset(0)
     assert abs(before) > 0.01            # fnin placed them apart (with the prior at 0: ~0.0004)
+    # shipped: Stage II before the rounds stops at 1e-3, where such nearly free offsets
+    # have not fully converged (docs/decisions.md#stage2-before-rounds); they stay close
+    assert abs(offset(3) - before) < 0.2 * abs(before)
+    # with Stage II solved as in the one-shot, the rounds keep the offset exactly
+    from fnin_cli import pipeline
+
+    monkeypatch.setattr(pipeline, "STAGE2_BEFORE_ROUNDS", None)
     assert abs(offset(3) - before) < 1e-3

@@ -53,7 +53,7 @@ def test_rounds_with_refreshed_hierarchy_match_fresh_ones(kind):
     errs = {}
     for reuse in (False, True):
         r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
-                           reuse_hierarchy=reuse)
+                           hierarchy={} if reuse else None)
         assert r.iterations == 6
         z = system.to_image(r.z)
         errs[reuse] = aligned_error(np.exp(z) if kind == "persp" else z, surf.depth, inp.mask, mode)
@@ -73,3 +73,27 @@ def test_default_rounds_stop_by_rule_and_refine_counts_exactly():
     one = integrate(inp, refine=0, device="cpu")
     e = {n: aligned_error(r.depth, surf.depth, inp.mask, "scale") for n, r in (("default", default), ("one", one))}
     assert e["default"] <= e["one"] * 1.05 + 1e-4
+
+
+def test_default_builds_one_amg_hierarchy_for_stage2_and_its_rounds(monkeypatch):
+    """Stage II before the rounds solves to STAGE2_BEFORE_ROUNDS and leaves its hierarchy
+    to the rounds, which only refresh it; the one-shot keeps SOLVE_RTOL."""
+    from fnin_cli import pipeline
+    from fnin_cli.solvers import linear, stage2
+
+    built, tols = [], []
+    real_build, real_solve = linear.sa_hierarchy, linear.solve_spd
+    monkeypatch.setattr(linear, "sa_hierarchy", lambda A, **kw: built.append(A.shape) or real_build(A, **kw))
+
+    def solve_spy(A, b, x0, method="amg", rtol=1e-6, *args, **kw):
+        tols.append(rtol)
+        return real_solve(A, b, x0, method, rtol, *args, **kw)
+
+    monkeypatch.setattr("fnin_cli.solvers.system.solve_spd", solve_spy)
+    inp, _, _, _ = _step_system()
+    res = integrate(inp, device="cpu")
+    assert res.rounds >= 1 and len(built) == 1
+    assert tols[0] == pipeline.STAGE2_BEFORE_ROUNDS and all(t == 1e-3 for t in tols[1:])
+    built.clear(), tols.clear()
+    integrate(inp, refine=0, device="cpu")
+    assert len(built) == 1 and tols == [stage2.SOLVE_RTOL]

@@ -57,7 +57,7 @@ def integrate_bini(
     cg_maxiter: int = 5000,
     solver: str = "jacobi",
     callback=None,
-    reuse_hierarchy: bool = False,
+    hierarchy: dict | None = None,
 ) -> IntegrationResult:
     """BiNI's iteratively reweighted least squares, written from SPEC's description.
 
@@ -65,8 +65,9 @@ def integrate_bini(
     Jacobi-PCG to ``cg_rtol`` warm-started at the previous z (part of the method: an
     exact inner solve changes the trajectory), updates the weights, and stops when the
     relative change of the weighted energy drops below ``tol``. With ``solver="amg"``
-    and ``reuse_hierarchy``, the first round's AMG hierarchy is kept and only its
-    operators are refreshed for each round's weights (the rounds after FNIN).
+    and a ``hierarchy`` dict, one AMG hierarchy (the dict's, if a solve on this system
+    left one there, else the first round's) is kept and only its operators are
+    refreshed for each round's weights (the rounds after FNIN).
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
@@ -74,11 +75,10 @@ def integrate_bini(
     weights = bini_weights(system, z, k)
     energy = system.energy(z, weights)
     history = [energy]
-    cache = {} if reuse_hierarchy else None
     it = 0
     for it in range(1, max_iter + 1):
         z, _ = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
-                            rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=cache)
+                            rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
         weights = bini_weights(system, z, k)
         new_energy = system.energy(z, weights)
         history.append(new_energy)

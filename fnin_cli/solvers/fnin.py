@@ -14,9 +14,11 @@ from .system import NormalSystem
 
 
 def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto", lam=1e-3,
-             solver="auto", k=2.0, side: int = NETWORK_SIDE, stage=None):
+             solver="auto", k=2.0, side: int = NETWORK_SIDE, stage=None, rtol=None, hierarchy=None):
     """Stage I + Stage II. Returns (z, weights, discontinuity per pixel, seconds).
-    ``stage(name, step, total)`` is called when the Stage II solve starts."""
+    ``stage(name, step, total)`` is called when the Stage II solve starts; ``rtol``
+    replaces Stage II's tolerance; ``hierarchy`` (a dict) keeps its AMG hierarchy for
+    rounds that follow (:func:`~fnin_cli.solvers.linear.solve_spd`)."""
     seconds = {}
     t0 = time.perf_counter()
     dev = resolve_device(device)
@@ -35,8 +37,9 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
     else:
         if stage is not None:
             stage("solve", None, None)
-        lin, rtol, maxiter = pick_solver(solver)
-        z, weights = stage2(system, z_img[system.mask], om_img, method, lam, lin, k, rtol, maxiter, weights)
+        lin, own_rtol, maxiter = pick_solver(solver)
+        z, weights = stage2(system, z_img[system.mask], om_img, method, lam, lin, k,
+                            own_rtol if rtol is None else rtol, maxiter, weights, hierarchy)
         seconds["solve"] = time.perf_counter() - t2
     disc = om_img[system.mask] if om_img is not None and method != "fnin-s" else None
     return z, weights, disc, seconds

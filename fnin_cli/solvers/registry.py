@@ -32,6 +32,8 @@ class RunArgs:
     network_side: int | None = None
     progress: Callable | None = None
     stage: Callable | None = None  # stage(name, step, total) when a stage starts (pipeline.integrate)
+    rtol: float | None = None      # Stage II's tolerance instead of its own (rounds follow)
+    hierarchy: dict | None = None  # AMG hierarchy to keep for the rounds that follow (solvers.linear)
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
 
     z, weights, disc, seconds = run_fnin(system, inp, method=a.method, model=a.model, device=a.device, lam=a.lam,
                                          solver=a.solver, k=a.k, side=a.network_side or NETWORK_SIDE,
-                                         stage=a.stage)
+                                         stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy)
     return MethodOutput(z, weights, disc, 1, seconds)
 
 

@@ -85,13 +85,15 @@ def model_weights(system: NormalSystem, p_img, omega_img) -> dict:
 
 def stage2(system: NormalSystem, z_r: np.ndarray, omega_img: np.ndarray | None, method: str = "fnin",
            lam: float = 1e-3, solver: str = "amg", k: float = 2.0, rtol: float = SOLVE_RTOL,
-           maxiter: int = 5000, weights: dict | None = None):
+           maxiter: int = 5000, weights: dict | None = None, hierarchy: dict | None = None):
     """One WLS solve with the prior z_R: weights from omega (fnin) or BiNI's from z_R (fnin-s);
-    ``weights`` given (the edge net's) are used as they are."""
+    ``weights`` given (the edge net's) are used as they are; ``hierarchy``: see
+    :func:`~fnin_cli.solvers.linear.solve_spd`."""
     if weights is None and method == "fnin":
         # paired weights (docs/decisions.md#paired-attention-weights)
         weights = attention_weights(system, omega_img)
     elif weights is None:
         weights = bini_weights(system, z_r, k)
-    z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol, maxiter=maxiter)
+    z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol, maxiter=maxiter,
+                        hierarchy=hierarchy)
     return z, weights
