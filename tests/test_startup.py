@@ -110,3 +110,8 @@ def test_integrate_leaves_quickly_with_its_exit_codes_and_flushed_output(tmp_pat
     assert bad.stderr.strip().splitlines()[-1].startswith("error:")
     usage = fnin(str(SAMPLES / "dome"), "--method", "nope")
     assert usage.returncode == 2 and "error:" in usage.stderr
+
+
+def test_an_integrate_run_does_not_import_the_bench_package(tmp_path):
+    out = tmp_path / "m.ply"
+    assert_run_leaves_out("fnin_cli.bench", [SAMPLES / "dome", "-o", out, "--method", "wls", "--quiet"], out)

@@ -8,9 +8,6 @@ from typing import Optional
 
 import typer
 
-from ..bench.cases import resolve_cases
-from ..bench.report import rich_table, write_csv, write_json
-from ..bench.runner import failed_runs, parse_methods, run_bench
 from ..errors import FninError
 from .app import _die, _stderr_console, app
 
@@ -48,6 +45,12 @@ def bench(
                                          "(default: the bundled ones)"),
 ):
     """Accuracy (MADE after median scale/offset) and speed of the methods on data with ground truth."""
+    # imported when the command runs: the bench package (Pillow, the reports) was ~50 ms
+    # of every `fnin integrate` start-up (docs/decisions.md#start-up)
+    from ..bench.cases import resolve_cases
+    from ..bench.report import rich_table, write_csv, write_json
+    from ..bench.runner import failed_runs, parse_methods, run_bench
+
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 
