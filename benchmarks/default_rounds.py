@@ -7,6 +7,7 @@ applies the rule written down before the measurement. Usage::
 
     python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--out results.json]
     python benchmarks/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
+    python benchmarks/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
 """
 
 from __future__ import annotations
@@ -101,30 +102,32 @@ def apply_rule(records):
             "candidates": table, "chosen": chosen}
 
 
-def compare_stage2(meshes, scenes: int, size: int, out: str):
-    """The default as shipped against Stage II at 1e-3 sharing its AMG hierarchy with the
-    rounds (``pipeline.STAGE2_BEFORE_ROUNDS``), interleaved per scene, same process."""
+def compare_default(meshes, scenes: int, size: int, out: str, constant: str, candidates: dict):
+    """The default with ``pipeline.<constant>`` at each of ``candidates`` (name -> value;
+    the first is today's), interleaved per scene, same process; the cheapest candidate
+    within 1% of today's mean error and faster than it is adopted."""
     from fnin_cli import pipeline
 
-    shipped = pipeline.STAGE2_BEFORE_ROUNDS
-    res = {"shipped": [], "candidate": []}
+    shipped = getattr(pipeline, constant)
+    res = {name: [] for name in candidates}
     for i in range(scenes):
         sc = make_mesh_scene(SEED0 + i, meshes, size)
         inp = build_input(sc.normals, None, sc.mask, sc.K)
-        for name, value in (("shipped", shipped), ("candidate", 1e-3)):
-            pipeline.STAGE2_BEFORE_ROUNDS = value
+        for name, value in candidates.items():
+            setattr(pipeline, constant, value)
             t = time.perf_counter()
             r = integrate(inp)
             res[name].append((object_error(r.z, sc, sc.K is not None), time.perf_counter() - t, r.rounds))
-        pipeline.STAGE2_BEFORE_ROUNDS = shipped
+        setattr(pipeline, constant, shipped)
         print(i, {k: tuple(round(x, 4) for x in v[-1]) for k, v in res.items()}, flush=True)
     summary = {k: {"error": float(np.mean([x[0] for x in v])), "seconds": float(sum(x[1] for x in v))}
                for k, v in res.items()}
-    ok = (summary["candidate"]["error"] <= 1.01 * summary["shipped"]["error"]
-          and summary["candidate"]["seconds"] < summary["shipped"]["seconds"])
-    summary["adopt"] = bool(ok)
+    today = summary[next(iter(candidates))]
+    ok = [k for k in list(candidates)[1:] if summary[k]["error"] <= 1.01 * today["error"]
+          and summary[k]["seconds"] < today["seconds"]]
+    summary["adopt"] = min(ok, key=lambda k: summary[k]["seconds"]) if ok else None
     with open(out, "w") as fh:
-        json.dump({"per_scene": res, **summary}, fh, indent=1)
+        json.dump({"constant": constant, "per_scene": res, **summary}, fh, indent=1)
     print(summary)
 
 
@@ -135,14 +138,21 @@ def main():
     ap.add_argument("--size", type=int, default=384)
     ap.add_argument("--out", default=None)
     ap.add_argument("--compare-stage2", action="store_true")
+    ap.add_argument("--compare-refine-rtol", action="store_true")
     a = ap.parse_args()
     import torch
 
     torch.set_num_threads(1)
     meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
-    if a.compare_stage2:
+    if a.compare_stage2:   # shipped then: None
         with limit_threads(1):
-            compare_stage2(meshes, a.scenes, a.size, a.out or "benchmarks/results/stage2_before_rounds.json")
+            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/stage2_before_rounds.json",
+                            "STAGE2_BEFORE_ROUNDS", {"shipped": None, "candidate": 1e-3})
+        return
+    if a.compare_refine_rtol:
+        with limit_threads(1):
+            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/refine_rtol.json",
+                            "REFINE_RTOL", {"1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2})
         return
     a.out = a.out or "benchmarks/results/default_rounds.json"
     records = []

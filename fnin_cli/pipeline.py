@@ -235,6 +235,8 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
 # --refine's inner solver on every device: a third of Jacobi-PCG's time, no worse
 # (docs/decisions.md#refine-solver).
 REFINE_SOLVER = "amg"
+# the rounds' inner tolerance: BiNI's own (docs/decisions.md#refine-rtol)
+REFINE_RTOL = 1e-3
 # Stage II before rounds: None solves it as the one-shot does (SOLVE_RTOL) and the rounds
 # build their own AMG hierarchy; a tolerance solves it to that and the rounds refresh its
 # hierarchy (docs/decisions.md#stage2-before-rounds).
@@ -320,7 +322,7 @@ def integrate(
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
         r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
-                           tol=rounds.tol, solver=REFINE_SOLVER, hierarchy=hierarchy,
+                           tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
                            callback=(lambda i, e: progress(i)) if progress else None)
         z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1
