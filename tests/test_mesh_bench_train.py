@@ -277,3 +277,18 @@ def test_train_meshes_folder_errors_are_one_line(tmp_path):
         assert p.exit_code == 2, p.stderr
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error:") and "mesh" in lines[0]
+
+
+def test_teacher_cache_key_tells_mesh_folders_of_one_name_apart(mesh_dir, tmp_path):
+    """Regression: the key held only the folder's name, so two different mesh folders
+    called alike shared (wrong) cached teachers."""
+    import shutil
+
+    other = tmp_path / "x" / Path(mesh_dir).name
+    shutil.copytree(mesh_dir, other)
+    same = feed.teacher_path("c", 5, 32, 0.0, 0.0, str(other), 1.0)
+    assert same == feed.teacher_path("c", 5, 32, 0.0, 0.0, str(mesh_dir), 1.0)   # same contents
+    first = sorted(other.iterdir())[0]
+    first.write_bytes(first.read_bytes() + b"\0")
+    feed._FOLDER_KEYS.clear()
+    assert feed.teacher_path("c", 5, 32, 0.0, 0.0, str(other), 1.0) != same

@@ -63,9 +63,23 @@ def teacher_weights(scene) -> np.ndarray:
     return out
 
 
+_FOLDER_KEYS = {}
+
+
+def mesh_folder_key(meshes: str) -> str:
+    """What identifies a mesh folder's contents in a cache key: its name and a digest of
+    its files' names and sizes (two folders of one name do not share teachers)."""
+    if not meshes:
+        return ""
+    if meshes not in _FOLDER_KEYS:
+        files = sorted((f.name, f.stat().st_size) for f in Path(meshes).iterdir() if f.is_file())
+        _FOLDER_KEYS[meshes] = f"{Path(meshes).name}-{hashlib.sha1(repr(files).encode()).hexdigest()[:12]}"
+    return _FOLDER_KEYS[meshes]
+
+
 def teacher_path(teacher_cache, seed, res, stack_prob=0.0, fold_prob=0.0, meshes="", mesh_prob=0.0) -> Path:
-    """The cache file of scene ``seed``'s teacher weights (the key of the original diff)."""
-    key = f"{int(seed)}_{res}_{stack_prob}_{fold_prob}_{mesh_prob}_{Path(meshes).name if meshes else ''}"
+    """The cache file of scene ``seed``'s teacher weights."""
+    key = f"{int(seed)}_{res}_{stack_prob}_{fold_prob}_{mesh_prob}_{mesh_folder_key(meshes)}"
     return Path(teacher_cache) / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.npy"
 
 
