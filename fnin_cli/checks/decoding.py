@@ -44,7 +44,8 @@ from ..camera import Camera
 from ..conventions import _SIGNS, canonical
 from ..errors import FninError
 
-# --- thresholds (see module docstring and the measurements in the report) ---------------
+# --- thresholds: correct maps score 0.04-0.25, wrong decodings 0.47-0.91 on shared/data and
+# samples (docs/results.md#mis-encoded-inputs, benchmarks/convention_check.py) ----------
 RATIO = 0.5        # alternative must score below RATIO * given score
 FLOOR = 0.2        # given score must exceed this (0.5 = noise, ~0.01-0.1 = correct maps)
 ALT_MAX = 0.25     # and the alternative must itself look integrable
