@@ -18,6 +18,7 @@ import numpy as np
 
 from . import conventions, io
 from .camera import Camera
+from .checks import INVALID_MAX, check_decoding, check_invalid
 from .errors import FninError
 from .io.layout import find_in_folder
 from .solvers.bini import integrate_bini
@@ -90,8 +91,6 @@ def load_input(
     option that fixes it. More than 2 % invalid masked normals is an error unless
     ``allow_invalid``. ``Input.convention`` holds the decoding used.
     """
-    from .checks import INVALID_MAX, check_decoding, check_invalid
-
     path = Path(path)
     if path.is_dir():
         npath, fmask, fK = find_in_folder(path)
@@ -140,10 +139,9 @@ def load_input(
         # too many: the full report (count and likely cause) stops the run unless allowed
         check_invalid(vec, mask, allow=allow_invalid, source=npath, is_float=bitdepth is None, raw=arr)
     seconds = time.perf_counter() - t0
-    inp = build_input(normals, valid, mask, K, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
+    inp = build_input(normals, valid, mask, cam, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
                       convention=chk.chosen.name)
     inp.warnings[:0] = warnings
-    inp.convention = chk.chosen.name
     inp.check = dict(chk.as_dict(), seconds=round(seconds, 4))
     return inp
 
@@ -184,7 +182,11 @@ def _check_layout(arr: np.ndarray, bitdepth, npath) -> np.ndarray:
 
 def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=None, source="<array>",
                 bitdepth=None, convention="ps") -> Input:
-    """Validate arrays (internal-frame normals) into an :class:`Input`."""
+    """Validate arrays (internal-frame normals) into an :class:`Input`.
+
+    ``K``: a 3x3 array, a K.txt path, an already validated :class:`Camera`, or None
+    (orthographic, ``pixel_size`` units per pixel). ``convention`` names the decoding
+    the normals came from (``Input.convention``, and the facing-away message)."""
     shape = normals.shape[:2]
     if valid is None:
         normals, valid = conventions.normalise(np.asarray(normals, np.float32))
@@ -201,7 +203,9 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
     if bad:
         warnings.append(f"{bad} masked pixels have invalid normals (non-finite or not unit length) and are skipped")
     m &= valid
-    if isinstance(K, (str, Path)):
+    if isinstance(K, Camera):
+        cam = K
+    elif isinstance(K, (str, Path)):
         cam = Camera(io.read_K(K)).validate(shape, K)
     elif K is not None:
         cam = Camera(np.asarray(K, np.float64)).validate(shape, source)
@@ -227,7 +231,7 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
             f"(now '{convention}'): {conventions.FLIP_HINT}", source)
     if bitdepth == 8:
         warnings.append("8-bit normal map: quantisation limits accuracy (about 0.5 degree); prefer 16-bit or EXR")
-    return Input(normals.astype(np.float32), m, cam, source, bitdepth, warnings)
+    return Input(normals.astype(np.float32), m, cam, source, bitdepth, warnings, convention)
 
 
 # ------------------------------------------------------------------ integration
