@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import FninError
 from .render import render
-from .synthetic import random_camera
+from .synthetic import Scene, random_camera
 
 VALIDATION_MESHES = ("boot", "hand", "koala", "lionstatue", "penguin")
 TRAIN_MESHES = ("armadillo", "boat", "brucewick", "demosthenes", "falconstatue", "fish",
@@ -51,18 +51,11 @@ DEFAULT_MESH_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data
 
 
 @dataclass
-class MeshScene:
-    normals: np.ndarray        # (H, W, 3) float32 internal frame, NaN outside the mask (input)
-    mask: np.ndarray           # (H, W) bool
-    depth: np.ndarray          # (H, W) float64 true depth, NaN outside the mask
-    K: np.ndarray | None       # 3x3 float64, or None (orthographic)
-    clean_normals: np.ndarray  # (H, W, 3) float32 exact normals, NaN outside the mask
-    object_id: np.ndarray      # (H, W) int64, -1 on background
+class MeshScene(Scene):
+    """A :class:`synthetic.Scene` (depth NaN outside the mask, ``clean_normals`` float32
+    NaN outside it) plus which object each pixel shows."""
 
-    @property
-    def unknown(self) -> np.ndarray:
-        """The integrated unknown: log-depth (perspective) or depth (orthographic)."""
-        return np.log(self.depth) if self.K is not None else self.depth
+    object_id: np.ndarray      # (H, W) int64, -1 on background
 
 
 # --------------------------------------------------------------------------- loading
