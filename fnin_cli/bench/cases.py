@@ -210,8 +210,7 @@ def mesh_view_set(meshes_dir, size=None, views=None) -> list:
         if not folder.is_dir():
             raise FninError("mesh folder not found (--meshes takes a folder of .npz/.ply/.obj/.stl/.off "
                             "meshes, e.g. ../shared/data/meshes)", folder)
-        names = sorted({p.stem for p in folder.iterdir()
-                        if p.is_file() and p.suffix.lower() in mesh_scenes.MESH_SUFFIXES})
+        names = sorted(mesh_scenes.mesh_files(folder))
         if not names:
             raise FninError("no meshes (.npz/.ply/.obj/.stl/.off) in this folder", folder)
         val = mesh_scenes.split_names(names)[1]
@@ -224,12 +223,7 @@ def mesh_view_set(meshes_dir, size=None, views=None) -> list:
             table = [(int(size), max(8, round(int(size) * w / h)), o, n) for h, w, o, n in table]
         if views is not None:
             table = table[:int(views)]
-        saved = mesh_scenes.BENCH_VIEWS
-        mesh_scenes.BENCH_VIEWS = table     # bench_scenes reads its view table from the module
-        try:
-            _MESH_VIEWS[key] = mesh_scenes.bench_scenes(folder, names=val)
-        finally:
-            mesh_scenes.BENCH_VIEWS = saved
+        _MESH_VIEWS[key] = mesh_scenes.bench_scenes(folder, names=val, views=table)
     return _MESH_VIEWS[key]
 
 

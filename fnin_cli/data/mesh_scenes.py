@@ -86,6 +86,16 @@ def _load_one(path: Path):
     return V, F
 
 
+def mesh_files(folder) -> dict:
+    """{name: path} of the mesh files in ``folder`` (name = file stem; of two files with
+    one stem, the first in sorted order), without reading them."""
+    files = {}
+    for p in sorted(Path(folder).iterdir()):
+        if p.is_file() and p.suffix.lower() in MESH_SUFFIXES and p.stem not in files:
+            files[p.stem] = p
+    return files
+
+
 def load_meshes(folder=DEFAULT_MESH_DIR, names: Sequence[str] | None = None) -> dict:
     """{name: (V float64 (N,3), F int64 (M,3))} for every mesh file in ``folder``
     (name = file stem), sorted by name; ``names`` restricts to those (all must exist)."""
@@ -93,10 +103,7 @@ def load_meshes(folder=DEFAULT_MESH_DIR, names: Sequence[str] | None = None) -> 
     if not folder.is_dir():
         raise FninError("mesh folder not found; point to a folder of .npz/.ply/.obj/.stl/.off "
                         "meshes (e.g. shared/data/meshes)", folder)
-    files = {}
-    for p in sorted(folder.iterdir()):
-        if p.is_file() and p.suffix.lower() in MESH_SUFFIXES and p.stem not in files:
-            files[p.stem] = p
+    files = mesh_files(folder)
     if names is not None:
         missing = [n for n in names if n not in files]
         if missing:
@@ -281,13 +288,15 @@ BENCH_VIEWS = ([(512, 612, i in (2, 6, 10), 2 if i in (3, 7, 9, 11) else 1) for 
 BENCH_SEED = 20250
 
 
-def bench_scenes(meshes_dir=DEFAULT_MESH_DIR, names: Sequence[str] = VALIDATION_MESHES):
+def bench_scenes(meshes_dir=DEFAULT_MESH_DIR, names: Sequence[str] = VALIDATION_MESHES,
+                 views: Sequence[tuple] = BENCH_VIEWS):
     """[(case_name, MeshScene, pixel_size)]: 14 fixed views (see module docstring).
-    Depth in mm; perspective scenes have pixel_size 1.0 (unused); clean input normals."""
+    Depth in mm; perspective scenes have pixel_size 1.0 (unused); clean input normals.
+    ``views``: another (height, width, orthographic, objects) table (smaller sets, for tests)."""
     meshes = load_meshes(meshes_dir, names=list(names))
     items = [(n, meshes[n]) for n in names]
     out = []
-    for i, (h, w, ortho, n_obj) in enumerate(BENCH_VIEWS):
+    for i, (h, w, ortho, n_obj) in enumerate(views):
         for attempt in range(50):
             rng = np.random.default_rng([BENCH_SEED, i, attempt])
             picks = np.array([(i + j * 2) % len(items) for j in range(n_obj)])

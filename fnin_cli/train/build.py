@@ -115,13 +115,13 @@ def check_config(cfg: TrainConfig) -> None:
 
 def check_meshes(folder) -> None:
     """A mesh folder for training: it exists, and has meshes in its training split."""
-    from ..data.mesh_scenes import MESH_SUFFIXES, split_names
+    from ..data.mesh_scenes import mesh_files, split_names
 
     p = Path(folder)
     if not p.is_dir():
         raise ValueError(f"{folder}: mesh folder not found (--meshes takes a folder of "
                          ".npz/.ply/.obj/.stl/.off meshes, e.g. ../shared/data/meshes)")
-    names = sorted({f.stem for f in p.iterdir() if f.is_file() and f.suffix.lower() in MESH_SUFFIXES})
+    names = sorted(mesh_files(p))
     if not names:
         raise ValueError(f"{folder}: no meshes (.npz/.ply/.obj/.stl/.off) in this folder")
     if not split_names(names)[0]:

@@ -267,10 +267,9 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
 
 def mesh_split(folder) -> dict:
     """The mesh folder of a run and its split: {"folder", "train": [...], "validation": [...]}."""
-    from ..data.mesh_scenes import MESH_SUFFIXES, split_names
+    from ..data.mesh_scenes import mesh_files, split_names
 
-    names = sorted({p.stem for p in Path(folder).iterdir() if p.is_file() and p.suffix.lower() in MESH_SUFFIXES})
-    train, val = split_names(names)
+    train, val = split_names(mesh_files(folder))
     return {"folder": str(folder), "train": train, "validation": val}
 
 
