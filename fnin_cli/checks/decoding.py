@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..camera import Camera
+from .. import conventions
 from ..conventions import _SIGNS, canonical
 from ..errors import FninError
 
@@ -105,14 +106,12 @@ def decode(raw: np.ndarray, bitdepth: int | None, decoding: Decoding) -> np.ndar
     arr = np.asarray(raw)[..., :3]
     if decoding.channels == "bgr":
         arr = arr[..., ::-1]
-    if bitdepth is not None or arr.dtype.kind in "ub":
-        maxval = float(2 ** (bitdepth or 8) - 1)
-        vec = arr.astype(np.float32) * np.float32(2.0 / maxval) - np.float32(1.0)
-    elif decoding.float_encoding == "half":
-        vec = arr.astype(np.float32) * np.float32(2.0) - np.float32(1.0)
-    else:
-        vec = arr.astype(np.float32)
-    return vec * np.asarray(decoding.signs, np.float32)
+    vec = conventions.decode(arr, bitdepth)  # a new float32 array: scaled in place below
+    if decoding.float_encoding == "half" and bitdepth is None and arr.dtype.kind not in "ub":
+        vec *= np.float32(2.0)
+        vec -= np.float32(1.0)
+    vec *= np.asarray(decoding.signs, np.float32)
+    return vec
 
 
 def given_decoding(convention: str = "ps", channels: str = "rgb", float_encoding: str = "raw") -> Decoding:
@@ -227,7 +226,7 @@ def _score(vec: np.ndarray, grid: _Grid) -> tuple[float, int, float]:
     nrm = np.linalg.norm(vec, axis=-1)
     ok = nrm > 1e-6
     n = vec / np.where(ok, nrm, 1.0)[:, None]
-    facing = float(np.mean(n[ok, 2] > 0.05)) if ok.any() else 0.0
+    facing = conventions.facing_away_fraction(n, ok)
     ndr = np.sum(n * grid.r, axis=-1)
     good = ok & (np.abs(ndr) >= GRAZING * grid.rnorm)
     ndr = np.where(good, ndr, 1.0)
@@ -263,11 +262,8 @@ def _spread(vec: np.ndarray) -> float:
 
 
 def _unit_fraction(vec: np.ndarray, tol: float = UNIT_TOL) -> float:
-    if vec.size == 0:
-        return 0.0
-    with np.errstate(invalid="ignore", over="ignore"):
-        length = np.sqrt(np.sum(vec.astype(np.float64) ** 2, axis=-1))
-    return float(np.mean(np.abs(length - 1.0) <= tol))
+    """Fraction of the vectors that :func:`conventions.normalise` keeps with tolerance ``tol``."""
+    return float(np.mean(conventions.normalise(vec, tol)[1])) if vec.size else 0.0
 
 
 def integrability_score(normals: np.ndarray, mask: np.ndarray, camera: Camera | None = None,
@@ -378,14 +374,8 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     given = given_decoding(convention, channels, float_encoding)
     is_float = bitdepth is None and raw.dtype.kind == "f"
     if mask is None:
-        # the length does not depend on signs or channel order: decode in place, one copy
-        vec = raw.astype(np.float32)
-        if bitdepth is not None or raw.dtype.kind in "ub":  # as decode()
-            vec *= np.float32(2.0 / float(2 ** (bitdepth or 8) - 1))
-            vec -= np.float32(1.0)
-        elif given.float_encoding == "half":
-            vec *= np.float32(2.0)
-            vec -= np.float32(1.0)
+        # the length does not depend on signs or channel order: the default ones will do
+        vec = decode(raw, bitdepth, Decoding(float_encoding=given.float_encoding))
         with np.errstate(invalid="ignore", over="ignore"):
             sq = np.einsum("...i,...i->...", vec, vec)
             mask = np.isfinite(sq) & (sq > 0.01)  # finite, length > 0.1
