@@ -135,11 +135,18 @@ class Interrupted(KeyboardInterrupt):
         self.records = records
 
 
+_STOPPED = {"interrupted": "interrupted", "not started": "not started (interrupted before it)"}
+
+
+def _stopped(rec: dict, job: Job, status: str) -> dict:
+    """Mark ``rec`` as stopped by Ctrl-C: ``interrupted`` (it was running) or ``not started``."""
+    rec.update(status=status, error=f"{job.input}: {_STOPPED[status]}")
+    return rec
+
+
 def not_started_record(job: Job, options: Options) -> dict:
     """The record of an input that an interrupt kept from starting."""
-    rec = new_record(job, options)
-    rec.update(status="not started", error=f"{job.input}: not started (interrupted before it)")
-    return rec
+    return _stopped(new_record(job, options), job, "not started")
 
 
 def all_outputs_complete(records: list, jobs: list[Job]) -> bool:
@@ -163,8 +170,7 @@ def process(job: Job, options: Options, workers: int = 1, status=None, catch_int
         rec.update(status="skipped", outputs={k: str(p) for k, p in job.outputs.items()})
         return rec
     if _STATE["interrupted"]:  # Ctrl-C reached this worker: start nothing new
-        rec.update(status="not started", error=f"{job.input}: not started (interrupted before it)")
-        return rec
+        return _stopped(rec, job, "not started")
     # peak memory per input: the kernel's high-water mark is reset here (no gc first, which
     # takes ~0.1 s with torch loaded)
     memory = PeakMemory(release=False).start()
@@ -184,7 +190,7 @@ def process(job: Job, options: Options, workers: int = 1, status=None, catch_int
             now = _file_id(p)
             if now is not None and now != before[k]:
                 rec["outputs"][k] = str(p)
-        rec.update(status="interrupted", error=f"{job.input}: interrupted")
+        _stopped(rec, job, "interrupted")
     except FninError as exc:
         where = exc.path or job.input
         msg = exc.message
@@ -197,8 +203,7 @@ def process(job: Job, options: Options, workers: int = 1, status=None, catch_int
         rec["error"] = f"{job.input}: ran out of memory; crop or downsample the map, or use fewer --jobs"
     except Exception as exc:  # a bug or an unforeseen input: one line, the rest of the batch goes on
         if _STATE["interrupted"]:  # a library swallowed the interrupt and failed later
-            rec.update(status="interrupted", error=f"{job.input}: interrupted")
-            return rec
+            return _stopped(rec, job, "interrupted")
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         rec["error"] = (f"{job.input}: internal error ({type(exc).__name__}: {first}); "
                         "run with --debug for the traceback and please report it")
@@ -320,15 +325,20 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
         if j.skip:
             deliver(i, process(j, options))
     workers = max(1, min(int(workers), len(todo))) if todo else 1
-    def finish_interrupted():
-        # one record per input, in order: the finished ones, then those stopped or never started
-        for i in range(len(jobs)):
+    obj = _writes_obj(jobs)
+
+    def report_the_rest():
+        # after Ctrl-C: one record per input, in input order: those finished or stopped,
+        # then the inputs never started
+        for i in range(next_out[0], len(jobs)):
             if records[i] is None:
-                deliver(i, not_started_record(jobs[i], options))
-        raise Interrupted(records)
+                records[i] = not_started_record(jobs[i], options)
+            if on_record is not None:
+                on_record(i, records[i])
+        next_out[0] = len(jobs)
 
     if workers == 1:
-        restore = init_worker(options, in_pool=False, obj=_writes_obj(jobs)) if todo else (lambda: None)
+        restore = init_worker(options, in_pool=False, obj=obj) if todo else (lambda: None)
         try:
             for i in todo:
                 if on_start is not None:
@@ -342,7 +352,8 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
                 if rec["status"] == "interrupted":
                     raise KeyboardInterrupt
         except KeyboardInterrupt:
-            finish_interrupted()
+            report_the_rest()
+            raise Interrupted(records)
         finally:
             restore()
         return records
@@ -354,7 +365,7 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
     def new_pool():
         # spawn: fresh interpreters, no inherited thread pools (fork after torch/OpenMP can hang)
         return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                      initializer=init_worker, initargs=(options, True, _writes_obj(jobs)))
+                                      initializer=init_worker, initargs=(options, True, obj))
 
     # the workers' environment (BLAS and torch counts are set again in init_worker);
     # restored when the pool is gone
@@ -401,14 +412,8 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
                 if fut.done() and not fut.cancelled() and fut.exception() is None:
                     records[i] = fut.result()
                 elif not fut.cancelled():  # it was running: its worker stopped it
-                    rec = new_record(jobs[i], options)
-                    rec.update(status="interrupted", error=f"{jobs[i].input}: interrupted")
-                    records[i] = rec
-            for i in range(next_out[0], len(jobs)):
-                if records[i] is None:
-                    records[i] = not_started_record(jobs[i], options)
-                if on_record is not None:
-                    on_record(i, records[i])
+                    records[i] = _stopped(new_record(jobs[i], options), jobs[i], "interrupted")
+            report_the_rest()
             raise Interrupted(records) from None
         pool.shutdown(wait=True)
     return records
