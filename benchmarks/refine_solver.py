@@ -5,13 +5,17 @@ prior kept there (as pipeline.integrate's refine). On DiLiGenT (MADE, mm) or, wi
 decision's fresh set; relative error of the unknown, as compare_models.py).
 
 Solvers: ``jacobi`` (BiNI's own Jacobi-PCG), ``amg`` (wls' AMG-PCG), ``torch:cuda``
-(Jacobi-PCG in torch on the GPU); all to BiNI's tolerance, 1e-3. ``--no-prior`` puts the
+(Jacobi-PCG in torch on the GPU), ``amg-refresh`` (AMG-PCG whose hierarchy is built in the
+first round and refreshed in the next, as pipeline.integrate's rounds do); all to BiNI's
+tolerance, 1e-3. ``--no-prior`` puts the
 prior back at 0, as BiNI's own rounds (what --refine did before).
 
     python benchmarks/refine_solver.py --data ../shared/data/diligent --rounds 6 --solvers jacobi,amg \
         --json benchmarks/results/refine_solver.json
     python benchmarks/refine_solver.py --synthetic 8 --res 384 --rounds 6 --solvers jacobi,amg \
         --json benchmarks/results/refine_solver_synthetic.json
+    python benchmarks/refine_solver.py --synthetic 4 --res 384 --rounds 12 --solvers amg,amg-refresh \
+        --json benchmarks/results/refine_hierarchy.json       # docs/decisions.md#refine-hierarchy
 """
 from __future__ import annotations
 
@@ -74,12 +78,14 @@ def main():
         lam = classic_lambda(inp.camera, inp.shape)
         z0, *_ = solvers_fnin.run_fnin(system, inp, model=model, lam=lam)
         for s in solvers:
-            integrate_bini(system, z0=z0, lam=lam, max_iter=1, tol=0.0, solver=s)   # warm-up
+            solver = "amg" if s == "amg-refresh" else s
+            hierarchy = {} if s == "amg-refresh" else None
+            integrate_bini(system, z0=z0, lam=lam, max_iter=1, tol=0.0, solver=solver)   # warm-up
             z, errs, secs = z0, [error(system, z0)], [0.0]
             for _ in range(a.rounds):
                 t = time.perf_counter()
                 z = integrate_bini(system, z0=z, lam=lam, z_prior=None if a.no_prior else z0,
-                                   max_iter=1, tol=0.0, solver=s).z
+                                   max_iter=1, tol=0.0, solver=solver, hierarchy=hierarchy).z
                 cuda_synchronize()
                 secs.append(secs[-1] + time.perf_counter() - t)
                 errs.append(error(system, z))
