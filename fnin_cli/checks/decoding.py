@@ -96,10 +96,6 @@ class Decoding:
             parts.append(self.float_encoding)
         return "/".join(parts)
 
-    def apply(self, raw: np.ndarray, bitdepth: int | None) -> np.ndarray:
-        """Decode a raw (H, W, C>=3) array to internal vectors (float32, not normalised)."""
-        return decode(raw, bitdepth, self)
-
 
 def decode(raw: np.ndarray, bitdepth: int | None, decoding: Decoding) -> np.ndarray:
     """Raw file values to internal-frame vectors under ``decoding`` (float32, not normalised)."""
@@ -148,12 +144,10 @@ class DecodingCheck:
     reason: str = ""
     spread_deg: float = 0.0
     message: str = ""
-    hint: str = ""
     strict_message: str = ""
     block: int = 1
     cells: int = 0
     valid_pixels: int = 0
-    seconds: float = 0.0
 
     def decode(self, raw: np.ndarray, bitdepth: int | None) -> np.ndarray:
         """The raw array decoded with the chosen decoding (internal frame, not normalised)."""
@@ -361,9 +355,6 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     ...     print("warning:", chk.message, file=sys.stderr)
     >>> normals = chk.decode(raw, 16)            # internal frame, then normalise
     """
-    import time
-
-    t0 = time.perf_counter()
     if mode not in ("auto", "strict"):
         raise ValueError(f"mode must be 'auto' or 'strict', got {mode!r}")
     camera = camera or Camera()
@@ -490,7 +481,6 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
                       + detail)
         if "facing away" in reason:
             detail = f"{facing[given.name]:.0%} face away from the camera as decoded; " + detail
-        chk.hint = fix
         if chosen.convention is None:  # z alone flipped: no named convention
             as_ = f"{fix + ' with ' if fix else ''}z flipped (no --convention names this; fix the file: z -> -z)"
             how = "flip z in the file (B -> 1 - B), or pass --convention auto"
@@ -498,7 +488,6 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
             as_, how = fix, f"pass {fix} (or --convention auto)"
         chk.message = f"normals look {what}; decoding them as {as_} ({detail})"
         chk.strict_message = f"normals do not fit the decoding '{given.name}' but do when {what}: {how} [{detail}]"
-    chk.seconds = time.perf_counter() - t0
     if mode == "strict" and changed:
         raise FninError(chk.strict_message, source)
     return chk
