@@ -52,7 +52,7 @@ class LiveStatus:
             return
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
-        self.progress = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), _DetailColumn(),
+        self.progress = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), _detail_column(),
                                  console=console, transient=True, refresh_per_second=8,
                                  # stdout is --json's: rich would route it through the console
                                  redirect_stdout=False, redirect_stderr=False)
@@ -148,6 +148,7 @@ class LiveStatus:
 
 
 def _detail_column():
+    # the class is built here, not at module level, so that importing this module does not import rich
     from rich.progress import ProgressColumn
 
     class DetailColumn(ProgressColumn):
@@ -170,7 +171,3 @@ def _detail_column():
                                  (f"{elapsed:.1f} s", "progress.elapsed"))
 
     return DetailColumn()
-
-
-def _DetailColumn():  # noqa: N802 - built lazily so that importing this module does not import rich
-    return _detail_column()
