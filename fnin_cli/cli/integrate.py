@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -125,9 +126,6 @@ def integrate_cmd(
 
 def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing, json_out, jobs,
                    quiet) -> int:
-    import time
-
-
     console = _stderr_console()
     try:
         paths = expand_inputs(inputs)
@@ -150,7 +148,7 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
     # the live status: stderr on a terminal only, not with --quiet; per-input stages when
     # the inputs run in this process (--jobs 1), a bar across inputs when there are several
     status = LiveStatus(console, len(plan), enabled=not quiet and console.is_terminal,
-                        per_input=jobs == 1 or len(plan) == 1)
+                        per_input=jobs == 1 or not many)
 
     def on_record(i, rec):
         if json_out:
