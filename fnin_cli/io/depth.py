@@ -24,25 +24,30 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FninError
+from .png_fast import SIGNATURE
 
 SCALE_KEY = "fnin:depth_scale"
 OFFSET_KEY = "fnin:depth_offset"
 NAN_KEY = "fnin:nan"
-_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def encode_depth(arr: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """Float map -> (uint16 values, scale, offset): finite values to 1..65535, NaN to 0."""
-    arr = np.asarray(arr, np.float64)
+def to_steps(arr: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """(uint16 values, lo, hi): finite values mapped linearly from lo..hi to 1..65535, the
+    rest 0 (computed in ``arr``'s own float type; lo = hi = 0 without finite values)."""
     finite = np.isfinite(arr)
     out = np.zeros(arr.shape, np.uint16)
-    lo = scale = 0.0
+    lo = hi = 0.0
     if finite.any():
         lo, hi = float(arr[finite].min()), float(arr[finite].max())
         step = 65534.0 / (hi - lo) if hi > lo else 0.0
         out[finite] = (1 + np.round((arr[finite] - lo) * step)).astype(np.uint16)
-        scale = (hi - lo) / 65534.0
-    return out, scale, lo
+    return out, lo, hi
+
+
+def encode_depth(arr: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Float map -> (uint16 values, scale, offset): finite values to 1..65535, NaN to 0."""
+    out, lo, hi = to_steps(np.asarray(arr, np.float64))
+    return out, (hi - lo) / 65534.0, lo
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -59,7 +64,7 @@ def write_depth_png(path, arr: np.ndarray) -> None:
     buf = _bytes_io.BytesIO()
     png.Writer(w, h, greyscale=True, bitdepth=16, compression=6).write(buf, values.reshape(h, w))
     data = buf.getvalue()
-    ihdr_end = len(_SIGNATURE) + 8 + 13 + 4  # signature, IHDR length+type, IHDR data, CRC
+    ihdr_end = len(SIGNATURE) + 8 + 13 + 4  # signature, IHDR length+type, IHDR data, CRC
     text = b"".join(_chunk(b"tEXt", f"{k}\0{v}".encode("latin-1"))
                     for k, v in ((SCALE_KEY, repr(scale)), (OFFSET_KEY, repr(offset)), (NAN_KEY, "0")))
     with open(path, "wb") as fh:

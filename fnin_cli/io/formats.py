@@ -25,6 +25,7 @@ import numpy as np
 
 from ..conventions import from_internal
 from ..errors import FninError
+from .depth import to_steps, write_depth_png
 from .files import atomic_path, check_output
 from .png_fast import read_png_fast
 
@@ -299,8 +300,6 @@ def _write_png_map(path: Path, arr: np.ndarray) -> None:
     if arr.dtype in (np.uint8, np.uint16):
         write_png(path, arr)
     elif arr.ndim == 2:  # a depth/weights map: 16-bit with its scale in text chunks (io.depth)
-        from .depth import write_depth_png
-
         write_depth_png(path, arr)
     else:
         write_png(path, to_uint16(arr))
@@ -308,13 +307,7 @@ def _write_png_map(path: Path, arr: np.ndarray) -> None:
 
 def to_uint16(arr: np.ndarray) -> np.ndarray:
     """Map finite values linearly to 1..65535 (0 = NaN/background)."""
-    finite = np.isfinite(arr)
-    out = np.zeros(arr.shape, np.uint16)
-    if finite.any():
-        lo, hi = float(arr[finite].min()), float(arr[finite].max())
-        scale = 65534.0 / (hi - lo) if hi > lo else 0.0
-        out[finite] = (1 + np.round((arr[finite] - lo) * scale)).astype(np.uint16)
-    return out
+    return to_steps(arr)[0]
 
 
 def write_normal_map(path, normals: np.ndarray, force: bool = False, bits: int = 16) -> Path:
