@@ -121,3 +121,18 @@ def step_surface(cam: Camera, gap: float = 40.0) -> tuple[analytic.Surface, np.n
     left = analytic.restrict(analytic.from_depth_function(SHAPE, cam, dome), ~side)
     right = analytic.restrict(analytic.from_depth_function(SHAPE, cam, ramp), side)
     return analytic.nearest(left, right), side
+
+
+def gaussian_bumps(u, v, bumps, offset: float = 0.0):
+    """A tilted plane ``offset + 0.05 u + 0.03 v`` plus Gaussian ``bumps`` (amplitude, centre
+    u, centre v, sigma), in pixel units: ``(z, dz/du, dz/dv)``. Not symmetric, so a flipped
+    or channel-swapped normal map of it does not integrate."""
+    z = offset + 0.05 * u + 0.03 * v
+    zu = np.full_like(u, 0.05)
+    zv = np.full_like(u, 0.03)
+    for a, cu, cv, s in bumps:
+        g = a * np.exp(-((u - cu) ** 2 + (v - cv) ** 2) / (2 * s * s))
+        z += g
+        zu += -g * (u - cu) / (s * s)
+        zv += -g * (v - cv) / (s * s)
+    return z, zu, zv

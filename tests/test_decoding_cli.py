@@ -19,6 +19,7 @@ from fnin_cli.camera import Camera
 from fnin_cli.conventions import from_internal
 from fnin_cli.data.analytic import from_depth_function
 
+from helpers import gaussian_bumps
 from helpers_cli import invoke
 
 H, W = 96, 128
@@ -28,15 +29,7 @@ MADE_SLACK = 1e-5      # plus this absolute slack (depth units, mean depth 1: so
 
 
 def _bumps(u, v):
-    z = 100.0 + 0.05 * u + 0.03 * v
-    zu = np.full_like(u, 0.05)
-    zv = np.full_like(u, 0.03)
-    for a, cu, cv, s in ((14.0, 40, 30, 14.0), (-9.0, 85, 62, 16.0), (5.0, 100, 22, 9.0)):
-        g = a * np.exp(-((u - cu) ** 2 + (v - cv) ** 2) / (2 * s * s))
-        z += g
-        zu += -g * (u - cu) / (s * s)
-        zv += -g * (v - cv) / (s * s)
-    return z, zu, zv
+    return gaussian_bumps(u, v, ((14.0, 40, 30, 14.0), (-9.0, 85, 62, 16.0), (5.0, 100, 22, 9.0)), offset=100.0)
 
 
 def _write_exr(path, channels: dict):

@@ -15,21 +15,15 @@ from fnin_cli.checks import (
     invalid_report,
 )
 
+from helpers import gaussian_bumps
+
 H, W = 192, 256
 K = np.array([[300.0, 0, 120.0], [0, 310.0, 100.0], [0, 0, 1]])
 
 
 def _bumps(u, v):
     """Asymmetric surface (units of pixels) and its derivatives."""
-    z = 0.05 * u + 0.03 * v
-    zu = np.full_like(u, 0.05)
-    zv = np.full_like(u, 0.03)
-    for a, cu, cv, s in ((40.0, 80, 60, 25.0), (-25.0, 170, 130, 30.0), (15.0, 200, 40, 18.0)):
-        g = a * np.exp(-((u - cu) ** 2 + (v - cv) ** 2) / (2 * s * s))
-        z += g
-        zu += -g * (u - cu) / (s * s)
-        zv += -g * (v - cv) / (s * s)
-    return z, zu, zv
+    return gaussian_bumps(u, v, ((40.0, 80, 60, 25.0), (-25.0, 170, 130, 30.0), (15.0, 200, 40, 18.0)))
 
 
 def surface_normals(kind="bumps", perspective=False):
