@@ -71,7 +71,7 @@ def _template(value: str, name: str, kind: str, base_dir: Path | None, side_name
     {stem} (the input's name), or a literal path. Suffixes and relative templates go into
     ``base_dir``. ``side_name`` is the stem of ``-o`` when given, else the input's name."""
     value = str(value)
-    if value.startswith(".") and "/" not in value and value.count(".") == 1 and len(value) > 1:
+    if _is_bare_suffix(value):
         rel = Path(f"{side_name or name}_{kind}{value}")
     elif "{stem}" in value:
         rel = Path(value.replace("{stem}", name))
@@ -82,16 +82,21 @@ def _template(value: str, name: str, kind: str, base_dir: Path | None, side_name
     return rel
 
 
+def _is_bare_suffix(value) -> bool:
+    """'.exr': a suffix alone, named after the input (or -o's stem) by :func:`_template`."""
+    v = str(value)
+    return v.startswith(".") and "/" not in v and v.count(".") == 1 and len(v) > 1
+
+
 def _suffix_of(value) -> str:
     v = str(value)
-    if v.startswith(".") and "/" not in v and v.count(".") == 1:
+    if _is_bare_suffix(v):
         return v.lower()
     return Path(v.replace("{stem}", "x")).suffix.lower()
 
 
 def _is_template(value) -> bool:
-    v = str(value)
-    return "{stem}" in v or (v.startswith(".") and "/" not in v and v.count(".") == 1 and len(v) > 1)
+    return "{stem}" in str(value) or _is_bare_suffix(value)
 
 
 def plan_jobs(
@@ -146,6 +151,9 @@ def plan_jobs(
     jobs = []
     for inp in inputs:
         name = output_name(inp)
+        # a bare suffix follows -o's stem (-o dome_bini.ply --depth .npy -> dome_bini_depth.npy),
+        # else the input's name (--out-dir)
+        side_name = Path(out).stem if out is not None else name
         outs = {}
         if out is not None:
             main = Path(out)
@@ -164,9 +172,6 @@ def plan_jobs(
             if kind in outs:
                 raise UsageError("the main output (-o / --format) is already the depth map; drop --depth "
                                  "or make the main output a mesh (.ply)")
-            # a bare suffix follows -o's stem (-o dome_bini.ply --depth .npy -> dome_bini_depth.npy),
-            # else the input's name (--out-dir)
-            side_name = Path(out).stem if out is not None else name
             outs[kind] = _template(value, name, kind, base_dir, side_name)
         jobs.append(Job(inp, name, outs))
 
