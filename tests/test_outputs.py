@@ -124,12 +124,18 @@ def _interrupt_at(monkeypatch, where, name):
         monkeypatch.setattr(runner, "write_outputs", fake_w)
 
 
-def test_interrupt_gives_one_record_per_input_and_exit_130(tmp_path, monkeypatch):
+def _interrupted_run(tmp_path, monkeypatch, where, name, *extra):
+    """Three wls inputs into --out-dir with --json, Ctrl-C at ``where`` of input ``name``;
+    returns the result, its records, the input paths and the output folder."""
     paths, out = _three_inputs(tmp_path)
-    _interrupt_at(monkeypatch, "integrate", "b")
-    r = invoke(["integrate", *paths, "--method", "wls", "--out-dir", out, "--json", "--jobs", "1"])
+    _interrupt_at(monkeypatch, where, name)
+    r = invoke(["integrate", *paths, "--method", "wls", "--out-dir", out, "--json", *extra])
+    return r, [json.loads(line) for line in r.stdout.splitlines()], paths, out
+
+
+def test_interrupt_gives_one_record_per_input_and_exit_130(tmp_path, monkeypatch):
+    r, recs, paths, out = _interrupted_run(tmp_path, monkeypatch, "integrate", "b", "--jobs", "1")
     assert r.exit_code == 130, r.stderr
-    recs = [json.loads(line) for line in r.stdout.splitlines()]
     assert [rec["status"] for rec in recs] == ["ok", "interrupted", "not started"]
     assert [rec["input"] for rec in recs] == [str(p) for p in paths]
     assert recs[1]["outputs"] == {} and recs[2]["outputs"] == {}
@@ -138,22 +144,16 @@ def test_interrupt_gives_one_record_per_input_and_exit_130(tmp_path, monkeypatch
 
 
 def test_interrupt_after_the_last_write_exits_0(tmp_path, monkeypatch):
-    paths, out = _three_inputs(tmp_path)
-    _interrupt_at(monkeypatch, "written", "c")
-    r = invoke(["integrate", *paths, "--method", "wls", "--out-dir", out, "--depth", ".npy", "--json"])
+    r, recs, _, out = _interrupted_run(tmp_path, monkeypatch, "written", "c", "--depth", ".npy")
     assert r.exit_code == 0, r.stderr
-    recs = [json.loads(line) for line in r.stdout.splitlines()]
     assert [rec["status"] for rec in recs] == ["ok", "ok", "interrupted"]
     assert set(recs[2]["outputs"]) == {"mesh", "depth"}
     assert len(list(out.iterdir())) == 6
 
 
 def test_interrupt_of_a_middle_input_after_its_writes_still_exits_130(tmp_path, monkeypatch):
-    paths, out = _three_inputs(tmp_path)
-    _interrupt_at(monkeypatch, "written", "b")
-    r = invoke(["integrate", *paths, "--method", "wls", "--out-dir", out, "--json"])
+    r, recs, _, _ = _interrupted_run(tmp_path, monkeypatch, "written", "b")
     assert r.exit_code == 130, r.stderr
-    recs = [json.loads(line) for line in r.stdout.splitlines()]
     assert [rec["status"] for rec in recs] == ["ok", "interrupted", "not started"]
     assert set(recs[1]["outputs"]) == {"mesh"}
 
