@@ -22,13 +22,16 @@ DEFAULT_TEACHER_CACHE = "runs/teacher_cache"
 _MESHES = {}
 
 
-def _train_meshes(folder: str) -> dict:
-    """The training split of a mesh folder, loaded once per process."""
-    if folder not in _MESHES:
-        from ..data.mesh_scenes import is_validation, load_meshes
+def split_meshes(folder: str, validation: bool = False) -> dict:
+    """The training (or validation) split of a mesh folder, {name: (V, F)}; only that
+    split's files are read, once per process."""
+    key = (folder, validation)
+    if key not in _MESHES:
+        from ..data.mesh_scenes import load_meshes, mesh_files, split_names
 
-        _MESHES[folder] = {k: v for k, v in load_meshes(folder).items() if not is_validation(k)}
-    return _MESHES[folder]
+        names = split_names(mesh_files(folder))[1 if validation else 0]
+        _MESHES[key] = load_meshes(folder, names=names) if names else {}
+    return _MESHES[key]
 
 
 def is_mesh_seed(seed, mesh_prob: float) -> bool:
@@ -42,7 +45,7 @@ def scene_for(seed, res, stack_prob=0.0, fold_prob=0.0, meshes="", mesh_prob=0.0
     if meshes and is_mesh_seed(seed, mesh_prob):
         from ..data.mesh_scenes import make_mesh_scene
 
-        return make_mesh_scene(int(seed), _train_meshes(meshes), res)
+        return make_mesh_scene(int(seed), split_meshes(meshes), res)
     return make_scene(int(seed), res, stack_prob=stack_prob, fold_prob=fold_prob)
 
 

@@ -34,7 +34,7 @@ from ..plots import line_plot
 from .build import build_model
 from .card import model_card_markdown
 from .config import TrainConfig, VAL_SEED0
-from .feed import SceneFeed, make_batch
+from .feed import SceneFeed, make_batch, split_meshes
 from .losses import close_solve_pools, step_loss
 
 
@@ -44,9 +44,9 @@ def validation_scenes(cfg: "TrainConfig", offset: int = 0):
     for i in range(cfg.val_scenes):
         yield make_scene(VAL_SEED0 + offset + i, cfg.val_res, stack_prob=cfg.stack_prob, fold_prob=cfg.fold_prob)
     if cfg.val_mesh_scenes and cfg.meshes:
-        from ..data.mesh_scenes import is_validation, load_meshes, make_mesh_scene
+        from ..data.mesh_scenes import make_mesh_scene
 
-        val = {k: v for k, v in load_meshes(cfg.meshes).items() if is_validation(k)}
+        val = split_meshes(cfg.meshes, validation=True)   # read once per process, not per validation
         for i in range(cfg.val_mesh_scenes):
             yield make_mesh_scene(VAL_SEED0 + offset + i, val, cfg.val_res)
 
