@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fnin_cli.bench.cases import align_and_errors
 from fnin_cli.camera import Camera
 from fnin_cli.checks import check_decoding
 from fnin_cli.io import read_array, read_K, read_mask, write_png
@@ -100,9 +101,7 @@ def made(case: Path, npath: Path, chk):
         try:
             inp = load_input(str(npath), mask=str(case / "mask.png"), K=str(case / "K.txt"), convention=conv)
             est = integrate(inp, method="wls").depth
-            m = read_mask(case / "mask.png", gt.shape) & np.isfinite(gt) & np.isfinite(est)
-            s = np.nanmedian(gt[m] / est[m])
-            res.append((conv, float(np.nanmean(np.abs(s * est[m] - gt[m])))))
+            res.append((conv, align_and_errors(est, gt, read_mask(case / "mask.png", gt.shape), True)["made"]))
         except Exception as e:  # noqa: BLE001
             res.append((conv, f"error: {e}"))
     return res

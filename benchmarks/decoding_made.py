@@ -24,6 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from convention_check import DATA, make_copies  # noqa: E402
 
+from fnin_cli.bench.cases import align_and_errors  # noqa: E402
 from fnin_cli.io import read_mask  # noqa: E402
 
 
@@ -40,9 +41,7 @@ def run(npath: Path, case: Path, out: Path, *extra) -> dict:
 def made(case: Path, out: Path) -> float:
     gt = np.load(case / "depth_gt.npz")["depth_gt"].astype(np.float64)
     est = np.load(out).astype(np.float64)
-    m = read_mask(case / "mask.png", gt.shape) & np.isfinite(gt) & np.isfinite(est)
-    s = np.nanmedian(gt[m] / est[m])
-    return float(np.nanmean(np.abs(s * est[m] - gt[m])))
+    return align_and_errors(est, gt, read_mask(case / "mask.png", gt.shape), True)["made"]
 
 
 def main(argv=None):
