@@ -14,7 +14,6 @@ each BiNI iteration (see :func:`fnin_cli.pipeline.integrate`).
 from __future__ import annotations
 
 import threading
-import time
 
 STATUS_DELAY = 1.0  # seconds before the status appears (tests set 0)
 
