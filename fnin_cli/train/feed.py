@@ -57,7 +57,7 @@ def teacher_weights(scene) -> np.ndarray:
     from ..solvers.bini import integrate_bini
     from ..solvers.system import NormalSystem
 
-    cam = Camera(scene.K if scene.K is not None else None, 1.0)
+    cam = Camera(scene.K, 1.0)
     system = NormalSystem(scene.normals, scene.mask, cam)
     r = integrate_bini(system, lam=classic_lambda(cam, scene.mask.shape))
     out = np.zeros((2,) + scene.mask.shape, np.float32)

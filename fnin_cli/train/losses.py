@@ -97,13 +97,6 @@ def weighted_bce(logits, target, mask, alpha: float):
     return (bce.sum(dim=(1, 2, 3)) / (2.0 * mask.sum(dim=(1, 2, 3)).clamp_min(1.0))).mean()
 
 
-def _scene_system(lv, b: int, z_r):
-    """One scene of a batch as numpy: (its Level, NormalSystem, lam, z_R over the mask)."""
-    one = Level(lv.normals[b:b + 1], lv.mask[b:b + 1], lv.K[b:b + 1], lv.pixel[b:b + 1])
-    system, lam = _numpy_system(*_scene_numpy(lv, b))
-    return one, system, lam, z_r[b, 0].detach().cpu().numpy().astype(np.float64)[system.mask]
-
-
 def _scene_numpy(lv, b: int) -> tuple:
     """(normals HxWx3, mask, K, pixel size) of scene ``b`` as numpy: what a NormalSystem needs."""
     return (lv.normals[b].permute(1, 2, 0).cpu().numpy(), lv.mask[b, 0].cpu().numpy() > 0,
