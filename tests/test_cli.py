@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -424,3 +425,18 @@ def test_network_side_option_reaches_the_network(tmp_path):
     assert not np.array_equal(default[inp.mask], api[inp.mask])
     r = invoke(["integrate", dome, "--network-side", "8", "-o", tmp_path / "x.ply"])
     assert r.exit_code == 2 and "--network-side" in r.stderr and not (tmp_path / "x.ply").exists()
+
+
+def test_a_broken_model_file_fails_each_network_input_instead_of_using_the_bundled_weights(tmp_path):
+    """Regression: a --model that did not load was dropped, and fnin inputs silently ran on
+    the bundled weights (exit 0, a mesh written)."""
+    dome = Path(__file__).resolve().parents[1] / "samples" / "dome"
+    bad = tmp_path / "broken.safetensors"
+    bad.write_bytes(b"not a safetensors file")
+    r = run_fnin(["integrate", dome, "-o", tmp_path / "m.ply", "--model", bad, "--json"])
+    assert r.returncode == 1
+    rec = json.loads(r.stdout)
+    assert rec["status"] == "failed" and "cannot load FNIN weights" in rec["error"] and str(bad) in rec["error"]
+    assert not (tmp_path / "m.ply").exists()
+    ok = run_fnin(["integrate", dome, "-o", tmp_path / "w.ply", "--model", bad, "--method", "wls"])
+    assert ok.returncode == 0 and (tmp_path / "w.ply").exists()      # no network: the file is not read

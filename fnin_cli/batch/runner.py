@@ -102,16 +102,17 @@ def init_worker(options: Options, in_pool: bool = False, obj: bool = False):
 
 
 def load_model_safely(options: Options):
-    """The network for a worker's first network input, or the FninError to report for each
-    such input (a broken weights file fails every fnin input, not the batch)."""
+    """The network for a worker's network inputs, or the FninError each such input reports
+    (a broken weights file fails every fnin input, not the batch; it used to be dropped,
+    and the inputs silently ran on the bundled weights instead)."""
     try:
         from ..model.weights import load_model
-    except Exception:
-        return None
-    try:
+
         return load_model(options.model, device=options.device)
-    except Exception:
-        return None
+    except FninError as exc:
+        return exc
+    except Exception as exc:  # torch missing or broken: say so per input, with the file name
+        return FninError(f"cannot load the FNIN network ({str(exc).splitlines()[0][:100]})", options.model)
 
 
 # ------------------------------------------------------------------ one input
@@ -239,6 +240,8 @@ def _normals_file(inp: str) -> Path:
 
 
 def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, status=None) -> None:
+    if isinstance(_STATE["model"], FninError):
+        raise _STATE["model"]
     secs = rec["seconds"]
     t = time.perf_counter()
     if status is not None:
