@@ -241,3 +241,27 @@ def test_status_waits_a_second_so_quick_inputs_print_only_their_result(tmp_path,
     r = invoke(["integrate", c["normals"], "--method", "wls", "-o", tmp_path / "d.npy"])
     assert r.exit_code == 0, r.stderr
     assert "ok " in buf.getvalue() and "load" not in buf.getvalue()
+
+
+def test_ctrl_c_while_a_record_is_reported_reports_each_input_once(tmp_path):
+    """Regression (a flaky --jobs 1 Ctrl-C test): an interrupt between reporting a record
+    and counting it as reported made the interrupt report that record again."""
+    import os
+    import signal
+
+    from fnin_cli.batch.options import Options
+    from fnin_cli.batch.plan import plan_jobs
+    from fnin_cli.batch.runner import Interrupted, run_jobs
+
+    paths, out = _three_inputs(tmp_path)
+    jobs = plan_jobs([str(p) for p in paths], out_dir=out)
+    seen = []
+
+    def on_record(i, rec):
+        seen.append(i)
+        if len(seen) == 1:
+            os.kill(os.getpid(), signal.SIGINT)      # arrives right after the first report
+
+    with pytest.raises(Interrupted):
+        run_jobs(jobs, Options(method="wls").check(), on_record=on_record)
+    assert seen == [0, 1, 2]

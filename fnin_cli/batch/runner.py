@@ -8,8 +8,10 @@ thread limits.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -58,6 +60,25 @@ def _warm_up(obj: bool = False) -> None:
             import trimesh  # noqa: F401
     except Exception:  # a missing optional piece shows up per input, with its message
         pass
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold a Ctrl-C arriving inside the block and raise it as KeyboardInterrupt at its end.
+    Only where Ctrl-C raises KeyboardInterrupt (Python's own handler, main thread);
+    elsewhere the block runs as is."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt
 
 
 def _writes_obj(jobs) -> bool:
@@ -319,9 +340,11 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
     def deliver(i, rec):
         records[i] = rec
         while next_out[0] < len(jobs) and records[next_out[0]] is not None:
-            if on_record is not None:
-                on_record(next_out[0], records[next_out[0]])
-            next_out[0] += 1
+            # a Ctrl-C between reporting a record and counting it reported it twice
+            with _sigint_deferred():
+                if on_record is not None:
+                    on_record(next_out[0], records[next_out[0]])
+                next_out[0] += 1
 
     todo = [i for i, j in enumerate(jobs) if not j.skip]
     for i, j in enumerate(jobs):
