@@ -6,7 +6,7 @@ import scipy.sparse.linalg as spla
 
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.solvers.bini import bini_weights, integrate_bini
-from fnin_cli.solvers.linear import pcg, refresh_hierarchy, sa_hierarchy
+from fnin_cli.solvers.linear import pcg, sa_hierarchy
 from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD, DEFAULT_ROUNDS
 from fnin_cli.solvers.system import NormalSystem
 
@@ -28,9 +28,9 @@ def test_refreshed_hierarchy_solves_the_new_system_exactly():
     A1 = system.matrix(None, lam)
     z = integrate(inp, "wls").z[inp.mask]                   # the weights of a first round
     A2 = system.matrix(bini_weights(system, z), lam)
-    ml = refresh_hierarchy(sa_hierarchy(A1), A2)
+    ml = sa_hierarchy(A1).refreshed(A2)
     assert (abs(ml.levels[0].A - A2)).max() == 0.0
-    M = ml.aspreconditioner(cycle="V").matvec
+    M = ml.vcycle
     rng = np.random.default_rng(1)
     r1, r2 = rng.normal(size=system.n), rng.normal(size=system.n)
     assert np.dot(M(r1), r2) == pytest.approx(np.dot(r1, M(r2)), rel=1e-9)    # symmetric

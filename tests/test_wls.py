@@ -118,7 +118,7 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
     ml = sa_hierarchy(A)
     assert len(ml.levels) >= 3
     assert all(level.A.format == "csr" for level in ml.levels)
-    assert all(level.P.format == "csr" for level in ml.levels[:-1])
+    assert all(level.P.format == "csr" for level in ml.levels[:-1]) and ml.levels[-1].P is None
     r = np.random.default_rng(0).normal(size=s.n)
     np.random.seed(1)
     y1 = amg_preconditioner(A)(r)
@@ -139,8 +139,34 @@ def test_amg_v_cycle_is_symmetric_positive_definite():
     s, _ = _system(seed=5, size=60)
     w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
     A = s.matrix(w, 1e-9 * s.camera.focal ** 2)
-    M = sa_hierarchy(A).aspreconditioner(cycle="V").matvec
+    M = sa_hierarchy(A).vcycle
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=s.n), rng.normal(size=s.n)
     assert abs(x @ M(y) - y @ M(x)) <= 1e-12 * np.linalg.norm(x) * np.linalg.norm(M(y))   # forward/forward: 3.5e-9
     assert min(v @ M(v) for v in rng.normal(size=(5, s.n))) > 0
+
+
+def test_own_v_cycle_equals_pyamgs():
+    """Hierarchy.vcycle drops pyamg's two residual norms per application and nothing else:
+    on the same levels it returns pyamg's V-cycle (symmetric Gauss-Seidel, splu at the
+    bottom) to the last bit."""
+    from pyamg.multilevel import MultilevelSolver
+    from pyamg.relaxation.smoothing import change_smoothers
+
+    from fnin_cli.solvers.linear import sa_hierarchy
+
+    s, _ = _system(seed=7, size=90)
+    A = s.matrix(bini_weights(s, np.random.default_rng(4).normal(0, 1e-2, s.n)), 1e-9 * s.camera.focal ** 2)
+    ml = sa_hierarchy(A)
+    levels = []
+    for own in ml.levels:
+        level = MultilevelSolver.Level()
+        level.A = own.A
+        if own.P is not None:
+            level.P, level.R = own.P, own.R
+        levels.append(level)
+    ref = MultilevelSolver(levels, coarse_solver="splu")
+    change_smoothers(ref, ("gauss_seidel", {"sweep": "symmetric"}), ("gauss_seidel", {"sweep": "symmetric"}))
+    r = np.random.default_rng(2).normal(size=s.n)
+    assert len(ml.levels) >= 3
+    assert np.array_equal(ml.vcycle(r), ref.aspreconditioner(cycle="V").matvec(r))

@@ -17,13 +17,14 @@ def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * k * x))  # = 1 / (1 + exp(-k x)), overflow-free
 
 
-def bini_weights(system: NormalSystem, z: np.ndarray, k: float = 2.0) -> dict:
+def bini_weights(system: NormalSystem, z: np.ndarray, k: float = 2.0, differences: dict | None = None) -> dict:
     """BiNI's bilateral weights from the current z (SPEC "BiNI baseline").
 
     Per pixel, the one-sided difference (times a) with the larger square gets the
     smaller weight: w_u- = sigmoid_k((A_u+ z)^2 - (A_u- z)^2), w_u+ = 1 - w_u-.
+    ``differences``: ``system.differences(z)``, if already computed.
     """
-    d = system.differences(z)
+    d = system.differences(z) if differences is None else differences
     wu_minus = sigmoid(d["u+"] ** 2 - d["u-"] ** 2, k)
     wv_minus = sigmoid(d["v+"] ** 2 - d["v-"] ** 2, k)
     return bini_layout(wu_minus, wv_minus)
@@ -32,6 +33,13 @@ def bini_weights(system: NormalSystem, z: np.ndarray, k: float = 2.0) -> dict:
 def bini_layout(wu_minus: np.ndarray, wv_minus: np.ndarray) -> dict:
     """Per-direction weights from w_u-, w_v- over the masked pixels (w+ = 1 - w-)."""
     return {"u+": 1.0 - wu_minus, "u-": wu_minus, "v+": 1.0 - wv_minus, "v-": wv_minus}
+
+
+def _weights_and_energy(system: NormalSystem, z: np.ndarray, k: float) -> tuple[dict, float]:
+    """BiNI's weights of z and its weighted energy, from one pass of differences."""
+    d = system.differences(z)
+    weights = bini_weights(system, z, k, d)
+    return weights, system.energy(z, weights, system.residuals(z, d))
 
 
 @dataclass
@@ -72,15 +80,13 @@ def integrate_bini(
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
     prior = np.zeros(system.n) if z_prior is None else z_prior
-    weights = bini_weights(system, z, k)
-    energy = system.energy(z, weights)
+    weights, energy = _weights_and_energy(system, z, k)
     history = [energy]
     it = 0
     for it in range(1, max_iter + 1):
         z, _ = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
                             rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
-        weights = bini_weights(system, z, k)
-        new_energy = system.energy(z, weights)
+        weights, new_energy = _weights_and_energy(system, z, k)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
         energy = new_energy

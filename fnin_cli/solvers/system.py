@@ -69,16 +69,18 @@ class NormalSystem:
         out["v-"][self.vq] = self.a_v[self.vq] * dv
         return out
 
-    def residuals(self, z: np.ndarray) -> dict:
-        """Residual a*dz + n per pixel and direction (0 where the difference does not exist)."""
-        diffs = self.differences(z)
+    def residuals(self, z: np.ndarray, differences: dict | None = None) -> dict:
+        """Residual a*dz + n per pixel and direction (0 where the difference does not exist);
+        ``differences``: :meth:`differences` of z, if already computed."""
+        diffs = dict(self.differences(z) if differences is None else differences)
         for d, n in (("u+", self.nx), ("u-", self.nx), ("v+", self.ny), ("v-", self.ny)):
             diffs[d] = np.where(self.has[d], diffs[d] + n, 0.0)
         return diffs
 
-    def energy(self, z: np.ndarray, weights: dict | None = None) -> float:
-        """Weighted squared residual sum (Az - b)^T W (Az - b), without the prior."""
-        res = self.residuals(z)
+    def energy(self, z: np.ndarray, weights: dict | None = None, residuals: dict | None = None) -> float:
+        """Weighted squared residual sum (Az - b)^T W (Az - b), without the prior;
+        ``residuals``: :meth:`residuals` of z, if already computed."""
+        res = self.residuals(z) if residuals is None else residuals
         if weights is None:
             return float(sum(_dot(r, r) for r in res.values()))
         return float(sum(_dot(weights[d] * res[d], res[d]) for d in DIRECTIONS))
