@@ -8,6 +8,7 @@ applies the rule written down before the measurement. Usage::
     python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--out results.json]
     python benchmarks/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
     python benchmarks/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
+    python benchmarks/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def apply_rule(records):
             "candidates": table, "chosen": chosen}
 
 
-def compare_default(meshes, scenes: int, size: int, out: str, constant: str, candidates: dict):
+def compare_default(meshes, scenes: int, size: int, out: str, constant: str, candidates: dict, seed0: int = SEED0):
     """The default with ``pipeline.<constant>`` at each of ``candidates`` (name -> value;
     the first is today's), interleaved per scene, same process; the cheapest candidate
     within 1% of today's mean error and faster than it is adopted."""
@@ -111,7 +112,7 @@ def compare_default(meshes, scenes: int, size: int, out: str, constant: str, can
     shipped = getattr(pipeline, constant)
     res = {name: [] for name in candidates}
     for i in range(scenes):
-        sc = make_mesh_scene(SEED0 + i, meshes, size)
+        sc = make_mesh_scene(seed0 + i, meshes, size)
         inp = build_input(sc.normals, None, sc.mask, sc.K)
         for name, value in candidates.items():
             setattr(pipeline, constant, value)
@@ -139,6 +140,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--compare-stage2", action="store_true")
     ap.add_argument("--compare-refine-rtol", action="store_true")
+    ap.add_argument("--compare-refresh", action="store_true")
     a = ap.parse_args()
     import torch
 
@@ -153,6 +155,11 @@ def main():
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/refine_rtol.json",
                             "REFINE_RTOL", {"1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2})
+        return
+    if a.compare_refresh:   # fresh scenes: seeds no earlier choice used
+        with limit_threads(1):
+            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/refresh_every.json",
+                            "REFRESH_EVERY", {"1": 1, "2": 2, "3": 3}, seed0=SEED0 + 100_000)
         return
     a.out = a.out or "benchmarks/results/default_rounds.json"
     records = []

@@ -241,6 +241,9 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
 REFINE_SOLVER = "amg"
 # the rounds' inner tolerance: BiNI's own (docs/decisions.md#refine-rtol)
 REFINE_RTOL = 1e-3
+# the rounds refresh the AMG hierarchy's coarse operators every k-th round, the finest
+# every round (docs/decisions.md#refresh-every)
+REFRESH_EVERY = 1
 # Stage II before rounds: None solves it as the one-shot does (SOLVE_RTOL) and the rounds
 # build their own AMG hierarchy; a tolerance solves it to that and the rounds refresh its
 # hierarchy (docs/decisions.md#stage2-before-rounds).
@@ -311,7 +314,7 @@ def integrate(
     if stage is not None:
         stage("network" if BY_NAME[method].needs_network else "solve", None, None)
     rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
-    hierarchy = {} if rounds.max_rounds else None
+    hierarchy = {"refresh_every": REFRESH_EVERY} if rounds.max_rounds else None
     shared = rounds.max_rounds and STAGE2_BEFORE_ROUNDS is not None
     out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, bini_k, device, model, network_side,
                                                    progress, stage, STAGE2_BEFORE_ROUNDS if shared else None,

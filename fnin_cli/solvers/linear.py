@@ -169,6 +169,20 @@ class Hierarchy:
                 A = _galerkin(old.R, A, old.P)
         return Hierarchy(levels)
 
+    def with_finest(self, A) -> "Hierarchy":
+        """This hierarchy with only its finest operator replaced by ``A`` (same pattern):
+        the coarse operators stay those of the previous matrix. Still a symmetric
+        positive-definite V-cycle; a refresh skipped when the weights change little
+        between rounds (docs/decisions.md#refresh-every)."""
+        h = Hierarchy.__new__(Hierarchy)
+        h.levels = [Level(A, self.levels[0].P, self.levels[0].R)] + self.levels[1:]
+        h._gs, h._lu = self._gs, (self._lu if len(self.levels) > 1 else None)
+        if len(self.levels) == 1:
+            from scipy.sparse.linalg import splu
+
+            h._lu = splu(sp.csc_matrix(A))
+        return h
+
     def vcycle(self, b: np.ndarray) -> np.ndarray:
         """One V-cycle from x = 0: an approximation of A^-1 b (symmetric positive definite
         as an operator, so PCG can use it)."""
@@ -213,7 +227,9 @@ def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm
 
     ``hierarchy``: a dict kept across calls whose matrices share one sparsity pattern
     (IRLS rounds): the first ``amg`` call stores its hierarchy there and later calls
-    only refresh its operators (:meth:`Hierarchy.refreshed`).
+    only refresh its operators (:meth:`Hierarchy.refreshed`); with
+    ``hierarchy["refresh_every"] = k`` only every k-th later call refreshes them all,
+    the others replace the finest operator alone (:meth:`Hierarchy.with_finest`).
     """
     with limit_threads(1, torch=False, env=False):
         return _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy)
@@ -240,9 +256,14 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
         if hierarchy is None:
             M = amg_preconditioner(A)
         else:
-            ml = hierarchy.get("ml")
-            ml = sa_hierarchy(A) if ml is None else ml.refreshed(A)
-            hierarchy["ml"] = ml
+            ml, calls = hierarchy.get("ml"), hierarchy.get("calls", 0)
+            if ml is None:
+                ml = sa_hierarchy(A)
+            elif (calls - 1) % hierarchy.get("refresh_every", 1) == 0:
+                ml = ml.refreshed(A)
+            else:
+                ml = ml.with_finest(A)
+            hierarchy["ml"], hierarchy["calls"] = ml, calls + 1
             M = ml.vcycle
         t1 = time.perf_counter()
         x, it, res = pcg(A, b, x0, M, rtol, maxiter, ref_norm)
