@@ -243,7 +243,7 @@ REFINE_SOLVER = "amg"
 REFINE_RTOL = 1e-3
 # the rounds refresh the AMG hierarchy's coarse operators every k-th round, the finest
 # every round (docs/decisions.md#refresh-every)
-REFRESH_EVERY = 1
+REFRESH_EVERY = 3
 # Stage II before rounds: None solves it as the one-shot does (SOLVE_RTOL) and the rounds
 # build their own AMG hierarchy; a tolerance solves it to that and the rounds refresh its
 # hierarchy (docs/decisions.md#stage2-before-rounds).

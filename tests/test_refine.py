@@ -97,3 +97,41 @@ def test_default_builds_one_amg_hierarchy_for_stage2_and_its_rounds(monkeypatch)
     built.clear(), tols.clear()
     integrate(inp, refine=0, device="cpu")
     assert len(built) == 1 and tols == [stage2.SOLVE_RTOL]
+
+
+def test_hierarchy_with_only_its_finest_operator_replaced_still_solves_the_new_system():
+    """with_finest keeps the coarse operators of the old weights: the V-cycle is still
+    symmetric positive definite and PCG reaches the new system's solution."""
+    inp, _, system, lam = _step_system()
+    A1 = system.matrix(None, lam)
+    A2 = system.matrix(bini_weights(system, integrate(inp, "wls").z[inp.mask]), lam)
+    old = sa_hierarchy(A1)
+    ml = old.with_finest(A2)
+    assert len(ml.levels) > 1 and ml.levels[0].A is A2
+    assert all(new.A is prev.A for new, prev in zip(ml.levels[1:], old.levels[1:]))
+    M = ml.vcycle
+    rng = np.random.default_rng(3)
+    r1, r2 = rng.normal(size=system.n), rng.normal(size=system.n)
+    assert np.dot(M(r1), r2) == pytest.approx(np.dot(r1, M(r2)), rel=1e-9)
+    assert np.dot(M(r1), r1) > 0
+    b = A2 @ rng.normal(size=system.n)
+    x, it, res = pcg(A2, b, np.zeros(system.n), M, rtol=1e-10, maxiter=500)
+    assert res <= 1e-10 and it < 500
+
+
+@pytest.mark.parametrize("every", [1, 2, 3])
+def test_rounds_refresh_the_coarse_operators_every_kth_round(monkeypatch, every):
+    """With hierarchy["refresh_every"] = k the first solve builds the hierarchy, the next
+    refreshes it and then every k-th; the others replace the finest operator only."""
+    from fnin_cli.solvers import linear
+
+    calls = []
+    real_refreshed, real_finest = linear.Hierarchy.refreshed, linear.Hierarchy.with_finest
+    monkeypatch.setattr(linear.Hierarchy, "refreshed", lambda self, A: calls.append("R") or real_refreshed(self, A))
+    monkeypatch.setattr(linear.Hierarchy, "with_finest", lambda self, A: calls.append("f") or real_finest(self, A))
+    inp, _, system, lam = _step_system()
+    z0 = integrate(inp, "wls").z[inp.mask]
+    r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=7, tol=0.0, solver="amg",
+                       hierarchy={"refresh_every": every})
+    assert r.iterations == 7
+    assert "".join(calls) == "".join("R" if (i - 1) % every == 0 else "f" for i in range(1, 7))
