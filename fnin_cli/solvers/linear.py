@@ -122,7 +122,9 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         if est > 0.0:
             rho = min(rho, 1.05 * est)
         T = sp.csr_matrix(T)
-        P = sp.csr_matrix(T - sp.diags(dinv * (omega / rho)) @ (A @ T))
+        AT = sp.csr_matrix(A @ T)
+        AT.data *= np.repeat(dinv * (omega / rho), np.diff(AT.indptr))   # diag(.) @ AT, row by row
+        P = sp.csr_matrix(T - AT)
         levels[-1].P, levels[-1].R = P, sp.csr_matrix(P.T)
         A = _galerkin(levels[-1].R, A, P)
     return Hierarchy(levels)
