@@ -137,7 +137,10 @@ def _interrupt(tmp_path, jobs):
     out.mkdir()
     cmd = [sys.executable, "-c", "from fnin_cli.cli import main; main()", "integrate", *map(str, inputs),
            "--out-dir", str(out), "--method", "bini", "--jobs", str(jobs), "--json"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # Ctrl-C's default action restored in the child: a test run started in the background
+    # (`cmd &`) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and not any(n.endswith(".ply") for n in os.listdir(out)):
         time.sleep(0.05)

@@ -262,6 +262,11 @@ def test_ctrl_c_while_a_record_is_reported_reports_each_input_once(tmp_path):
         if len(seen) == 1:
             os.kill(os.getpid(), signal.SIGINT)      # arrives right after the first report
 
-    with pytest.raises(Interrupted):
-        run_jobs(jobs, Options(method="wls").check(), on_record=on_record)
+    # Python's Ctrl-C handler, also when the test run was started with SIGINT ignored (`cmd &`)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(Interrupted):
+            run_jobs(jobs, Options(method="wls").check(), on_record=on_record)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert seen == [0, 1, 2]
