@@ -90,6 +90,25 @@ def test_status_keeps_json_stdout_pure(tmp_path, monkeypatch):
     assert "solve" in buf.getvalue() and "2/2" not in r.stdout
 
 
+def test_status_shows_each_workers_stages_with_jobs(tmp_path, monkeypatch):
+    """With --jobs 2 the inputs run in worker processes; their stages reach the status
+    through a queue, one row per running input (it used to list the names only)."""
+    buf = _fake_terminal(monkeypatch)
+    for seed, name in ((2, "alpha"), (4, "beta")):
+        write_case(tmp_path / "in", seed=seed, name=name)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = invoke(["integrate", tmp_path / "in" / "alpha.png", tmp_path / "in" / "beta.png", "--method", "bini",
+                "--refine", "2", "--out-dir", out, "--jobs", "2", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert [json.loads(line)["status"] for line in r.stdout.splitlines()] == ["ok", "ok"]
+    shown = buf.getvalue()
+    lines = [line for line in shown.splitlines() if "refine round" in line]
+    for name in ("alpha", "beta"):   # each input's own row got a stage from its worker
+        assert any(name in line for line in lines), (name, shown)
+    assert "2/2" in shown
+
+
 # ------------------------------------------------------------------ interrupted runs
 
 def _three_inputs(tmp_path):

@@ -28,11 +28,12 @@ from ..solvers.registry import BY_NAME
 from .memory import check_memory
 from .options import Options
 from .plan import Job
+from .progress import QueueStatus
 from .write import write_outputs
 
 # ------------------------------------------------------------------ worker state
 
-_STATE = {"model": None, "in_pool": False, "busy": False, "interrupted": False}
+_STATE = {"model": None, "in_pool": False, "busy": False, "interrupted": False, "reports": None}
 
 
 def _sigint(signum, frame):
@@ -94,7 +95,7 @@ def quiet_library_loggers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def init_worker(options: Options, in_pool: bool = False, obj: bool = False):
+def init_worker(options: Options, in_pool: bool = False, obj: bool = False, reports=None):
     """Per-process setup: fixed thread counts (results do not depend on --jobs) and the
     FNIN network loaded once. Safe when the network or its weights are unavailable:
     the error then surfaces per input, with its file name. Returns a callable that
@@ -105,6 +106,7 @@ def init_worker(options: Options, in_pool: bool = False, obj: bool = False):
     CLI sets them), this covers API use and the BLAS libraries loaded since."""
     _STATE["in_pool"] = in_pool
     _STATE["interrupted"] = False
+    _STATE["reports"] = reports   # the live status's queue (pool workers on a terminal)
     if in_pool:
         signal.signal(signal.SIGINT, _sigint)
     fnin = BY_NAME[options.method].needs_network
@@ -236,6 +238,13 @@ def process(job: Job, options: Options, workers: int = 1, status=None, catch_int
         memory.stop()
         rec["peak_rss_mb"] = None if memory.peak_mb is None else round(memory.peak_mb, 1)
     return rec
+
+
+def _pool_process(job: Job, options: Options, workers: int, key: int) -> dict:
+    """:func:`process` in a pool worker, its stages reported to the parent's live status
+    when there is one (``init_worker``'s ``reports``)."""
+    reports = _STATE["reports"]
+    return process(job, options, workers, status=None if reports is None else QueueStatus(reports, key))
 
 
 def _file_id(path):
@@ -388,10 +397,15 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
     import multiprocessing as mp
     from collections import deque
 
+    ctx = mp.get_context("spawn")
+    # the workers' stages reach the live status through a queue (only when it is shown)
+    reports = ctx.Queue() if status is not None and status.enabled else None
+    following = status.follow(reports) if reports is not None else None
+
     def new_pool():
         # spawn: fresh interpreters, no inherited thread pools (fork after torch/OpenMP can hang)
-        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                      initializer=init_worker, initargs=(options, True, obj))
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                      initializer=init_worker, initargs=(options, True, obj, reports))
 
     # the workers' environment (BLAS and torch counts are set again in init_worker);
     # restored when the pool is gone
@@ -403,9 +417,9 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
             while queue or pending:
                 while queue and len(pending) < workers:
                     i = queue.popleft()
-                    pending[pool.submit(process, jobs[i], options, workers)] = i
                     if status is not None:
-                        status.start_input(", ".join(jobs[k].name for k in sorted(pending.values())))
+                        status.start_input(jobs[i].name, key=i)
+                    pending[pool.submit(_pool_process, jobs[i], options, workers, i)] = i
                 done, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
                 broken = False
                 for fut in sorted(done, key=pending.get):
@@ -418,7 +432,7 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
                         rec["error"] = (f"{jobs[i].input}: the worker process died ({type(exc).__name__}); "
                                         "out of memory? try fewer --jobs")
                     if status is not None:
-                        status.input_done()
+                        status.input_done(key=i)
                     deliver(i, rec)
                 if broken:
                     pool.shutdown(wait=False, cancel_futures=True)
@@ -441,6 +455,9 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
                     records[i] = _stopped(new_record(jobs[i], options), jobs[i], "interrupted")
             report_the_rest()
             raise Interrupted(records) from None
+        finally:
+            if following is not None:
+                following.set()
         pool.shutdown(wait=True)
     return records
 

@@ -145,10 +145,9 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
             pass
 
     many = len(plan) > 1
-    # the live status: stderr on a terminal only, not with --quiet; per-input stages when
-    # the inputs run in this process (--jobs 1), a bar across inputs when there are several
-    status = LiveStatus(console, len(plan), enabled=not quiet and console.is_terminal,
-                        per_input=jobs == 1 or not many)
+    # the live status: stderr on a terminal only, not with --quiet; each running input's
+    # stage (also from --jobs workers), a bar across inputs when there are several
+    status = LiveStatus(console, len(plan), enabled=not quiet and console.is_terminal)
 
     def on_record(i, rec):
         if json_out:
