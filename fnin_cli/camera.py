@@ -67,29 +67,32 @@ class Camera:
             raise FninError(f"principal point ({cx:g}, {cy:g}) is far outside the {w}x{h} image{hint}", source)
         return self
 
-    def rays(self, shape) -> np.ndarray:
-        """(H, W, 3) rays r with r_z = 1 (perspective) or (0, 0, 1) (orthographic)."""
+    def rays(self, shape, origin=(0, 0)) -> np.ndarray:
+        """(H, W, 3) rays r with r_z = 1 (perspective) or (0, 0, 1) (orthographic);
+        ``origin``: the (row, col) in the image of the array's first pixel (a crop)."""
         h, w = shape
         if self.K is None:
             r = np.zeros((h, w, 3), np.float64)
             r[..., 2] = 1.0
             return r
         Kinv = np.linalg.inv(self.K)
-        v, u = np.mgrid[0:h, 0:w].astype(np.float64)
+        r0, c0 = origin
+        v, u = np.mgrid[r0:r0 + h, c0:c0 + w].astype(np.float64)
         pix = np.stack([u, v, np.ones_like(u)], axis=-1)
         return pix @ Kinv.T
 
-    def residual_coefficients(self, normals: np.ndarray, mask: np.ndarray | None = None):
+    def residual_coefficients(self, normals: np.ndarray, mask: np.ndarray | None = None, origin=(0, 0)):
         """Per-pixel (a_u, a_v, n_x, n_y) of the residual form (float64, NaN-free inside valid).
 
         With ``mask``: 1-D arrays for the masked pixels in row-major order (what the WLS
-        system needs; no work outside the mask)."""
+        system needs; no work outside the mask). ``origin``: as in :meth:`rays`."""
         if mask is not None:
             v, u = np.nonzero(mask)
             n = normals[v, u].astype(np.float64)
         else:
             v, u = np.indices(normals.shape[:2])
             n = normals.astype(np.float64)
+        v, u = v + origin[0], u + origin[1]
         if self.K is None:
             a = n[..., 2] / self.pixel_size
             return a, a.copy(), n[..., 0], n[..., 1]
@@ -115,13 +118,15 @@ class Camera:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log(depth)
 
-    def back_project(self, depth: np.ndarray) -> np.ndarray:
-        """(H, W, 3) camera-frame points from a depth map (NaN stays NaN)."""
+    def back_project(self, depth: np.ndarray, origin=(0, 0)) -> np.ndarray:
+        """(H, W, 3) camera-frame points from a depth map (NaN stays NaN); ``origin``: as
+        in :meth:`rays`."""
         h, w = depth.shape
         if self.K is None:
-            v, u = np.mgrid[0:h, 0:w].astype(np.float64)
+            r0, c0 = origin
+            v, u = np.mgrid[r0:r0 + h, c0:c0 + w].astype(np.float64)
             return np.stack([u * self.pixel_size, v * self.pixel_size, depth], axis=-1)
-        return self.rays((h, w)) * depth[..., None]
+        return self.rays((h, w), origin) * depth[..., None]
 
     def scaled(self, factor: float) -> "Camera":
         """The same camera for an image resampled by ``factor`` (0.5 = half size).

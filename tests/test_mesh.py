@@ -204,6 +204,44 @@ def test_system_residuals_give_the_same_mesh():
         build_mesh(surface.depth, cam, mask, system_residuals={d: v[:-1] for d, v in res.items()})
 
 
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+def test_mesh_does_not_depend_on_the_empty_frame_around_the_object(kind):
+    """The mesh is built on the mask's bounding box: an object with a wide empty border
+    gives the same faces and colours, and vertices that differ only by the border's shift
+    (perspective: the principal point moved by the border), as the tightly framed one."""
+    cam = camera(kind)
+    surface, _ = step_surface(cam)
+    mask = surface.support & irregular_mask()
+    pad = ((37, 11), (5, 52))
+    big_depth = np.pad(surface.depth, pad, constant_values=np.nan)
+    big_normals = np.pad(surface.normals, pad + ((0, 0),), constant_values=np.nan)
+    big_mask = np.pad(mask, pad)
+    if cam.perspective:
+        K = cam.K.copy()
+        K[0, 2] += pad[1][0]
+        K[1, 2] += pad[0][0]
+        big_cam = Camera(K)
+    else:
+        big_cam = cam
+    tight = build_mesh(surface.depth, cam, mask, normals=surface.normals)
+    big = build_mesh(big_depth, big_cam, big_mask, normals=big_normals)
+    np.testing.assert_array_equal(big.faces, tight.faces)
+    np.testing.assert_array_equal(big.visual.vertex_colors, tight.visual.vertex_colors)
+    shift = np.zeros(3) if cam.perspective else np.array([pad[1][0], pad[0][0], 0.0]) * cam.pixel_size
+    np.testing.assert_allclose(big.vertices - shift, tight.vertices, rtol=1e-12, atol=1e-12)
+
+
+def test_camera_origin_addresses_a_crop_of_the_image():
+    cam = camera("persp")
+    full = cam.rays(SHAPE)
+    np.testing.assert_array_equal(cam.rays((7, 9), origin=(3, 5)), full[3:10, 5:14])
+    n = smooth_surface("paraboloid", cam).normals
+    whole = cam.residual_coefficients(n)
+    part = cam.residual_coefficients(n[3:10, 5:14], origin=(3, 5))
+    for a, b in zip(whole, part):
+        np.testing.assert_array_equal(a[3:10, 5:14], b)
+
+
 def test_nan_depth_inside_mask_is_left_out():
     cam = camera("ortho")
     surface = smooth_surface("plane", cam)
