@@ -9,6 +9,7 @@ applies the rule written down before the measurement. Usage::
     python benchmarks/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
     python benchmarks/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
     python benchmarks/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
+    python benchmarks/default_rounds.py --compare-sweeps    # docs/decisions.md#amg-smoother
 """
 
 from __future__ import annotations
@@ -103,23 +104,26 @@ def apply_rule(records):
             "candidates": table, "chosen": chosen}
 
 
-def compare_default(meshes, scenes: int, size: int, out: str, constant: str, candidates: dict, seed0: int = SEED0):
-    """The default with ``pipeline.<constant>`` at each of ``candidates`` (name -> value;
-    the first is today's), interleaved per scene, same process; the cheapest candidate
-    within 1% of today's mean error and faster than it is adopted."""
+def compare_default(meshes, scenes: int, size: int, out: str, constant: str, candidates: dict, seed0: int = SEED0,
+                    module=None, refine=None):
+    """The default with ``<module>.<constant>`` (default ``pipeline``) at each of
+    ``candidates`` (name -> value; the first is today's), interleaved per scene, same
+    process; the cheapest candidate within 1% of today's mean error and faster than it is
+    adopted. ``refine``: as ``integrate``'s (0: the one-shot)."""
     from fnin_cli import pipeline
 
-    shipped = getattr(pipeline, constant)
+    module = pipeline if module is None else module
+    shipped = getattr(module, constant)
     res = {name: [] for name in candidates}
     for i in range(scenes):
         sc = make_mesh_scene(seed0 + i, meshes, size)
         inp = build_input(sc.normals, None, sc.mask, sc.K)
         for name, value in candidates.items():
-            setattr(pipeline, constant, value)
+            setattr(module, constant, value)
             t = time.perf_counter()
-            r = integrate(inp)
+            r = integrate(inp, refine=refine)
             res[name].append((object_error(r.z, sc, sc.K is not None), time.perf_counter() - t, r.rounds))
-        setattr(pipeline, constant, shipped)
+        setattr(module, constant, shipped)
         print(i, {k: tuple(round(x, 4) for x in v[-1]) for k, v in res.items()}, flush=True)
     summary = {k: {"error": float(np.mean([x[0] for x in v])), "seconds": float(sum(x[1] for x in v))}
                for k, v in res.items()}
@@ -141,6 +145,7 @@ def main():
     ap.add_argument("--compare-stage2", action="store_true")
     ap.add_argument("--compare-refine-rtol", action="store_true")
     ap.add_argument("--compare-refresh", action="store_true")
+    ap.add_argument("--compare-sweeps", action="store_true")
     a = ap.parse_args()
     import torch
 
@@ -160,6 +165,15 @@ def main():
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/refresh_every.json",
                             "REFRESH_EVERY", {"1": 1, "2": 2, "3": 3}, seed0=SEED0 + 100_000)
+        return
+    if a.compare_sweeps:    # fresh scenes again; the default, then the one-shot
+        from fnin_cli.solvers import linear
+
+        with limit_threads(1):
+            for refine, name in ((None, "default"), (0, "one_shot")):
+                compare_default(meshes, a.scenes, a.size, a.out or f"benchmarks/results/vcycle_sweeps_{name}.json",
+                                "VCYCLE_SWEEPS", {"symmetric": "symmetric", "one-each": "one-each"},
+                                seed0=SEED0 + 200_000, module=linear, refine=refine)
         return
     a.out = a.out or "benchmarks/results/default_rounds.json"
     records = []

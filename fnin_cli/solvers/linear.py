@@ -17,6 +17,10 @@ SA_THETA = 0.05
 SA_MAX_COARSE = 100
 SA_OMEGA = 4.0 / 3.0
 SA_POWER_STEPS = 10
+# Gauss-Seidel in the V-cycle: "symmetric" (a forward and a backward sweep before and after
+# the coarse correction) or "one-each" (forward before, backward after)
+# (docs/decisions.md#amg-smoother)
+VCYCLE_SWEEPS = "symmetric"
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -139,8 +143,8 @@ class Level:
 
 
 class Hierarchy:
-    """An AMG hierarchy and its V-cycle: symmetric Gauss-Seidel before and after the
-    coarse correction (docs/decisions.md#amg-smoother), sparse LU on the coarsest level.
+    """An AMG hierarchy and its V-cycle: Gauss-Seidel before and after the coarse
+    correction (``VCYCLE_SWEEPS``), sparse LU on the coarsest level.
 
     The V-cycle is pyamg's (``MultilevelSolver.aspreconditioner(cycle="V")``) without
     its two residual norms per application, which cost a fifth of a V-cycle
@@ -195,16 +199,19 @@ class Hierarchy:
         if level.P is None:
             return self._lu.solve(b)
         A, n = level.A, b.shape[0]
+        both = VCYCLE_SWEEPS == "symmetric"
         x = np.zeros(n)
-        self._smooth(A, x, b)
+        self._sweep(A, x, b, forward=True, backward=both)
         x += level.P @ self._cycle(i + 1, level.R @ (b - A @ x))
-        self._smooth(A, x, b)
+        self._sweep(A, x, b, forward=both, backward=True)
         return x
 
-    def _smooth(self, A, x, b):
+    def _sweep(self, A, x, b, forward: bool, backward: bool):
         n = x.shape[0]
-        self._gs(A.indptr, A.indices, A.data, x, b, 0, n, 1)
-        self._gs(A.indptr, A.indices, A.data, x, b, n - 1, -1, -1)
+        if forward:
+            self._gs(A.indptr, A.indices, A.data, x, b, 0, n, 1)
+        if backward:
+            self._gs(A.indptr, A.indices, A.data, x, b, n - 1, -1, -1)
 
 
 def _galerkin(R, A, P):
