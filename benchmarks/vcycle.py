@@ -1,7 +1,7 @@
 """The project's V-cycle against pyamg's on the same levels (docs/decisions.md#vcycle).
 
 Builds the AMG hierarchy of one DiLiGenT object's uniform-weight system, wraps its levels
-in a pyamg ``MultilevelSolver`` (symmetric Gauss-Seidel, splu at the bottom), checks
+in a pyamg ``MultilevelSolver`` (Gauss-Seidel as ``linear.VCYCLE_SWEEPS``, splu at the bottom), checks
 that both V-cycles return the same vector and times one application of each::
 
     python benchmarks/vcycle.py [--object harvest] [--repeat 100]
@@ -19,7 +19,7 @@ from pyamg.relaxation.smoothing import change_smoothers
 from fnin_cli.bench.cases import diligent_dir
 from fnin_cli.pipeline import classic_lambda, load_input
 from fnin_cli.resources import limit_threads
-from fnin_cli.solvers.linear import sa_hierarchy
+from fnin_cli.solvers.linear import VCYCLE_SWEEPS, sa_hierarchy
 from fnin_cli.solvers.system import NormalSystem
 
 
@@ -34,8 +34,11 @@ def pyamg_vcycle(ml):
             level.P, level.R = own.P, own.R
         levels.append(level)
     ref = MultilevelSolver(levels, coarse_solver="splu")
-    smoother = ("gauss_seidel", {"sweep": "symmetric"})
-    change_smoothers(ref, smoother, smoother)
+    if VCYCLE_SWEEPS == "symmetric":
+        pre = post = ("gauss_seidel", {"sweep": "symmetric"})
+    else:   # one-each
+        pre, post = ("gauss_seidel", {"sweep": "forward"}), ("gauss_seidel", {"sweep": "backward"})
+    change_smoothers(ref, pre, post)
     return ref.aspreconditioner(cycle="V").matvec
 
 

@@ -131,10 +131,15 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
     assert res <= 1e-8 and it_amg <= 25 and it_jac > 5 * it_amg
 
 
-def test_amg_v_cycle_is_symmetric_positive_definite():
+@pytest.mark.parametrize("sweeps", ["symmetric", "one-each"])
+def test_amg_v_cycle_is_symmetric_positive_definite(monkeypatch, sweeps):
     """PCG needs a symmetric positive-definite preconditioner: the V-cycle's pre- and
-    post-smoothers must be adjoint (symmetric Gauss-Seidel sweeps)."""
+    post-smoothers must be adjoint (a forward sweep before and a backward one after, or
+    both sweeps on each side)."""
+    from fnin_cli.solvers import linear
     from fnin_cli.solvers.linear import sa_hierarchy
+
+    monkeypatch.setattr(linear, "VCYCLE_SWEEPS", sweeps)
 
     s, _ = _system(seed=5, size=60)
     w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
@@ -146,13 +151,14 @@ def test_amg_v_cycle_is_symmetric_positive_definite():
     assert min(v @ M(v) for v in rng.normal(size=(5, s.n))) > 0
 
 
-def test_own_v_cycle_equals_pyamgs():
+def test_own_v_cycle_equals_pyamgs(monkeypatch):
     """Hierarchy.vcycle drops pyamg's two residual norms per application and nothing else:
-    on the same levels it returns pyamg's V-cycle (symmetric Gauss-Seidel, splu at the
-    bottom; benchmarks/vcycle.py builds it) to the last bit."""
+    on the same levels it returns pyamg's V-cycle (the same Gauss-Seidel sweeps, splu at
+    the bottom; benchmarks/vcycle.py builds it) to the last bit, with either sweep setting."""
     import importlib.util
     from pathlib import Path
 
+    from fnin_cli.solvers import linear
     from fnin_cli.solvers.linear import sa_hierarchy
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "vcycle.py"
@@ -164,4 +170,7 @@ def test_own_v_cycle_equals_pyamgs():
     ml = sa_hierarchy(A)
     r = np.random.default_rng(2).normal(size=s.n)
     assert len(ml.levels) >= 3
-    assert np.array_equal(ml.vcycle(r), bench.pyamg_vcycle(ml)(r))
+    for sweeps in ("symmetric", "one-each"):
+        monkeypatch.setattr(linear, "VCYCLE_SWEEPS", sweeps)
+        monkeypatch.setattr(bench, "VCYCLE_SWEEPS", sweeps)
+        assert np.array_equal(ml.vcycle(r), bench.pyamg_vcycle(ml)(r)), sweeps

@@ -20,7 +20,7 @@ SA_POWER_STEPS = 10
 # Gauss-Seidel in the V-cycle: "symmetric" (a forward and a backward sweep before and after
 # the coarse correction) or "one-each" (forward before, backward after)
 # (docs/decisions.md#amg-smoother)
-VCYCLE_SWEEPS = "symmetric"
+VCYCLE_SWEEPS = "one-each"
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
