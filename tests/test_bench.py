@@ -178,6 +178,28 @@ def test_isolated_subprocess_gives_the_same_errors():
     assert b["cases"]["persp-01"]["wls"]["made_mm"] == a["cases"]["persp-01"]["wls"]["made_mm"]
 
 
+def test_repeat_keeps_the_fastest_run_and_the_first_runs_errors(tmp_path):
+    cases = synthetic_cases(TINY, size=48)
+    seen = []
+    one = run_bench(cases, ["wls", "bini"], warmup=False)
+    rep = run_bench(cases, ["wls", "bini"], warmup=False, repeat=3, out_dir=tmp_path,
+                    progress=lambda done, total, c, m: seen.append((done, total, c, m)))
+    assert rep["repeat"] == 3 and "best of 3" in rep["timing"]
+    # cases outer, then the runs, methods interleaved within each run
+    assert [x[2:] for x in seen[:6]] == [(cases[0].name, m) for m in ("wls", "bini")] * 3
+    assert seen[-1] == (12, 12, None, None)
+    for c in cases:
+        for m in ("wls", "bini"):
+            r = rep["cases"][c.name][m]
+            assert len(r["seconds_all"]) == 3 and r["seconds"] == min(r["seconds_all"])
+            assert r["made_mm"] == one["cases"][c.name][m]["made_mm"]     # deterministic runs
+    assert rep["mean"]["bini"]["seconds_total"] == pytest.approx(
+        sum(rep["cases"][c.name]["bini"]["seconds"] for c in cases))
+    assert (tmp_path / "persp-01" / "bini.depth.npy").exists()
+    with pytest.raises(FninError, match="repeat"):
+        run_bench(cases, ["wls"], repeat=0)
+
+
 def test_unknown_method_and_bad_threads():
     with pytest.raises(FninError, match="unknown method"):
         run_bench(synthetic_cases(TINY[:1], 48), ["wls", "poisson"])

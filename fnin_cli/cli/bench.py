@@ -41,6 +41,8 @@ def bench(
     convention: str = typer.Option("ps", "--convention", help="normal-map file convention of folder cases"),
     isolate: bool = typer.Option(False, "--isolate", help="each case and method in a fresh subprocess"),
     warmup: bool = typer.Option(True, "--warmup/--no-warmup", help="untimed warm-up run per method"),
+    repeat: int = typer.Option(1, "--repeat", help="runs per case and method, interleaved; seconds: the "
+                               "fastest (errors: the first run's)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights for the network methods "
                                          "(default: the bundled ones)"),
 ):
@@ -87,7 +89,7 @@ def bench(
         try:
             report = run_bench(cases, wanted, threads=threads, warmup=warmup, out_dir=out_dir, mesh=mesh,
                                progress=cb, refine=refine, device=device, isolate=isolate, dataset=dataset,
-                               model_path=model)
+                               model_path=model, repeat=repeat)
         except FninError as exc:
             _die(str(exc))
     console.print(rich_table(report))
