@@ -48,10 +48,11 @@ def sharpen(p: np.ndarray, a: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * a * np.log(q / (1.0 - q))))
 
 
-def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float = EDGE_SHARPNESS) -> dict:
+def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float | None = None) -> dict:
     """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout),
-    sharpened by ``sharpness`` (:func:`sharpen`)."""
-    wu, wv = (sharpen(p_img[i][system.mask], sharpness) for i in (0, 1))
+    sharpened by ``sharpness`` (:func:`sharpen`; default ``EDGE_SHARPNESS``)."""
+    a = EDGE_SHARPNESS if sharpness is None else sharpness
+    wu, wv = (sharpen(p_img[i][system.mask], a) for i in (0, 1))
     return bini_layout(wu, wv)
 
 

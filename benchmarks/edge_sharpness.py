@@ -1,0 +1,83 @@
+"""The edge weights' sharpness at inference, on real-mesh and procedural scenes
+(docs/decisions.md#edge-sharpness).
+
+For each candidate ``solvers.stage2.EDGE_SHARPNESS`` (the first is today's), on fresh
+scenes never used for training or an earlier choice: the one-shot (``refine=0``) and the
+default on 24 scenes rendered from the validation meshes (per-object error of
+``default_rounds.object_error``) and the one-shot on 24 procedural scenes (the synthetic
+validation metric, ``data.synthetic.relative_error``), candidates interleaved per scene;
+then the rule written down before the run::
+
+    python benchmarks/edge_sharpness.py [--scenes 24] [--size 384] [--out benchmarks/results/edge_sharpness_meshes.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import torch
+
+from default_rounds import object_error
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene
+from fnin_cli.data.synthetic import make_scene, relative_error
+from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.resources import limit_threads
+from fnin_cli.solvers import stage2
+from fnin_cli.train.config import VAL_SEED0
+
+CANDIDATES = (2.0, 3.0, 4.0)
+MESH_SEED0 = VAL_SEED0 + 800_000
+PROC_SEED0 = VAL_SEED0 + 80_000
+
+
+def apply_rule(summary: dict) -> float:
+    """The chosen sharpness: the lowest one-shot mesh error among the candidates with
+    one-shot mesh error <= 0.95x today's, procedural <= 1.02x and default mesh <= 1.01x."""
+    today = summary[str(CANDIDATES[0])]
+    ok = [a for a in CANDIDATES[1:]
+          if summary[str(a)]["oneshot_meshes"] <= 0.95 * today["oneshot_meshes"]
+          and summary[str(a)]["oneshot_procedural"] <= 1.02 * today["oneshot_procedural"]
+          and summary[str(a)]["default_meshes"] <= 1.01 * today["default_meshes"]]
+    return min(ok, key=lambda a: summary[str(a)]["oneshot_meshes"]) if ok else CANDIDATES[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
+    ap.add_argument("--scenes", type=int, default=24)
+    ap.add_argument("--size", type=int, default=384)
+    ap.add_argument("--out", default="benchmarks/results/edge_sharpness_meshes.json")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
+    shipped = stage2.EDGE_SHARPNESS
+    rec = {str(c): {"oneshot_meshes": [], "default_meshes": [], "oneshot_procedural": []} for c in CANDIDATES}
+    with limit_threads(1):
+        try:
+            for i in range(a.scenes):
+                sc = make_mesh_scene(MESH_SEED0 + i, meshes, a.size)
+                inp = build_input(sc.normals, None, sc.mask, sc.K)
+                persp = sc.K is not None
+                ps = make_scene(PROC_SEED0 + i, a.size, stack_prob=0.3, fold_prob=0.5)
+                pinp = build_input(ps.normals, None, ps.mask, ps.K)
+                for c in CANDIDATES:
+                    stage2.EDGE_SHARPNESS = c
+                    r = rec[str(c)]
+                    r["oneshot_meshes"].append(object_error(integrate(inp, refine=0).z, sc, persp))
+                    r["default_meshes"].append(object_error(integrate(inp).z, sc, persp))
+                    r["oneshot_procedural"].append(relative_error(integrate(pinp, refine=0).z[pinp.mask],
+                                                                  ps.unknown[pinp.mask]))
+                print(i, {c: tuple(round(v[-1], 4) for v in rec[str(c)].values()) for c in CANDIDATES}, flush=True)
+        finally:
+            stage2.EDGE_SHARPNESS = shipped
+    summary = {c: {k: float(np.mean(v)) for k, v in r.items()} for c, r in rec.items()}
+    chosen = apply_rule(summary)
+    with open(a.out, "w") as fh:
+        json.dump({"per_scene": rec, "summary": summary, "chosen": chosen}, fh, indent=1)
+    print(json.dumps(summary, indent=1), "chosen:", chosen)
+
+
+if __name__ == "__main__":
+    main()
