@@ -1,0 +1,49 @@
+"""An edge-net candidate against the shipped weights on fresh real-mesh and procedural
+scenes, by the rule of docs/studies/cpu-mesh-edge-net.md (the bounds of
+``edge_sharpness.passes``)::
+
+    python benchmarks/edge_candidate.py CANDIDATE.safetensors [--scenes 24] [--size 384] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import torch
+
+from edge_sharpness import evaluate, passes
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes
+from fnin_cli.model import DEFAULT_WEIGHTS
+from fnin_cli.model.weights import load_model
+from fnin_cli.solvers import stage2
+from fnin_cli.train.config import VAL_SEED0
+
+MESH_SEED0 = VAL_SEED0 + 900_000
+PROC_SEED0 = VAL_SEED0 + 90_000
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("candidate")
+    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
+    ap.add_argument("--scenes", type=int, default=24)
+    ap.add_argument("--size", type=int, default=384)
+    ap.add_argument("--out", default="benchmarks/results/edge_candidate_cpu_meshes.json")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
+    a_now = stage2.EDGE_SHARPNESS
+    configs = {"shipped": (a_now, load_model(DEFAULT_WEIGHTS, "cpu")),
+               "candidate": (a_now, load_model(a.candidate, "cpu"))}
+    rec = evaluate(configs, meshes, a.scenes, a.size, MESH_SEED0, PROC_SEED0)
+    summary = {n: {k: float(np.mean(v)) for k, v in r.items()} for n, r in rec.items()}
+    ships = passes(summary["candidate"], summary["shipped"])
+    with open(a.out, "w") as fh:
+        json.dump({"candidate": a.candidate, "per_scene": rec, "summary": summary, "ships": ships}, fh, indent=1)
+    print(json.dumps(summary, indent=1), "ships:", ships)
+
+
+if __name__ == "__main__":
+    main()
