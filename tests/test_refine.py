@@ -135,3 +135,16 @@ def test_rounds_refresh_the_coarse_operators_every_kth_round(monkeypatch, every)
                        hierarchy={"refresh_every": every})
     assert r.iterations == 7
     assert "".join(calls) == "".join("R" if (i - 1) % every == 0 else "f" for i in range(1, 7))
+
+
+def test_with_finest_on_a_one_level_hierarchy_factors_the_new_matrix():
+    """A system of at most SA_MAX_COARSE unknowns is one level, solved by LU: replacing its
+    operator must replace the factorisation too (the V-cycle is then the exact inverse)."""
+    import scipy.sparse as sp
+
+    A1 = sp.diags([-1.0, 2.5, -1.0], [-1, 0, 1], shape=(40, 40), format="csr")
+    A2 = sp.diags([-1.0, 4.0, -1.0], [-1, 0, 1], shape=(40, 40), format="csr")
+    ml = sa_hierarchy(A1)
+    assert len(ml.levels) == 1
+    b = np.random.default_rng(0).normal(size=40)
+    np.testing.assert_allclose(ml.with_finest(A2).vcycle(b), spla.spsolve(A2.tocsc(), b), rtol=1e-12)

@@ -147,17 +147,17 @@ class Hierarchy:
     correction (``VCYCLE_SWEEPS``), sparse LU on the coarsest level.
 
     The V-cycle is pyamg's (``MultilevelSolver.aspreconditioner(cycle="V")``) without
-    its two residual norms per application, which cost a fifth of a V-cycle
-    (docs/decisions.md#vcycle).
+    its two residual norms per application, which cost about a sixth of a V-cycle
+    (docs/decisions.md#vcycle). ``lu``: the coarsest operator's factorisation, if known.
     """
 
-    def __init__(self, levels):
+    def __init__(self, levels, lu=None):
         from pyamg import amg_core
         from scipy.sparse.linalg import splu
 
         self.levels = levels
         self._gs = amg_core.gauss_seidel
-        self._lu = splu(sp.csc_matrix(levels[-1].A))
+        self._lu = splu(sp.csc_matrix(levels[-1].A)) if lu is None else lu
 
     def refreshed(self, A) -> "Hierarchy":
         """This hierarchy with its operators rebuilt for a new matrix ``A``.
@@ -180,14 +180,8 @@ class Hierarchy:
         the coarse operators stay those of the previous matrix. Still a symmetric
         positive-definite V-cycle; a refresh skipped when the weights change little
         between rounds (docs/decisions.md#refresh-every)."""
-        h = Hierarchy.__new__(Hierarchy)
-        h.levels = [Level(A, self.levels[0].P, self.levels[0].R)] + self.levels[1:]
-        h._gs, h._lu = self._gs, (self._lu if len(self.levels) > 1 else None)
-        if len(self.levels) == 1:
-            from scipy.sparse.linalg import splu
-
-            h._lu = splu(sp.csc_matrix(A))
-        return h
+        levels = [Level(A, self.levels[0].P, self.levels[0].R)] + self.levels[1:]
+        return Hierarchy(levels, self._lu if len(levels) > 1 else None)
 
     def vcycle(self, b: np.ndarray) -> np.ndarray:
         """One V-cycle from x = 0: an approximation of A^-1 b (symmetric positive definite
