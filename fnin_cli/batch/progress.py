@@ -3,9 +3,10 @@
 One line per running input — its stage (load, network, solve with BiNI's iteration,
 refine round k of N, mesh, write) and the seconds it has taken — and, for several
 inputs, a bar across them. Inputs running in ``--jobs`` worker processes report their
-stages through a queue (:class:`QueueStatus`, drained by :meth:`LiveStatus.follow`). It starts only after ``STATUS_DELAY`` seconds (a quick
-input prints nothing but its result line), only when the console is a terminal and
-``--quiet`` is not given, and never writes to stdout (``--json``).
+stages through a queue (:class:`QueueStatus`, drained by :meth:`LiveStatus.follow`).
+It starts only after ``STATUS_DELAY`` seconds (a quick input prints nothing but its
+result line), only when the console is a terminal and ``--quiet`` is not given, and
+never writes to stdout (``--json``).
 
 The pipeline reports through two callbacks, kept small so that API users can pass
 their own: ``stage(name, step, total)`` when a stage starts and ``progress(i)`` after
