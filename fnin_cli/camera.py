@@ -92,7 +92,8 @@ class Camera:
         else:
             v, u = np.indices(normals.shape[:2])
             n = normals.astype(np.float64)
-        v, u = v + origin[0], u + origin[1]
+        if origin != (0, 0):
+            v, u = v + origin[0], u + origin[1]
         if self.K is None:
             a = n[..., 2] / self.pixel_size
             return a, a.copy(), n[..., 0], n[..., 1]

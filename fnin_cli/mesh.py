@@ -10,7 +10,7 @@ Discontinuity test for an edge between pixels p and q
 ------------------------------------------------------
 
 With normals (the usual case), the edge is compared with what each endpoint's normal
-predicts, using the residuals of the WLS system (:class:`~fnin_cli.wls.NormalSystem`):
+predicts, using the residuals of the WLS system (:class:`~fnin_cli.solvers.system.NormalSystem`):
 ``r = a * (t_q - t_p) + n`` in "normal units" (t = log-depth for perspective, depth for
 orthographic; a = f (n . ray) or n_z / s). On a smooth surface |r| is tiny (of the order
 of the normal's change over one pixel); a depth jump makes it large. The edge is cut when
@@ -47,7 +47,6 @@ from . import io
 from .camera import Camera
 from .conventions import from_internal
 from .errors import FninError
-from .solvers.system import NormalSystem
 
 JUMP_FACTOR = 20.0
 
@@ -65,8 +64,10 @@ def _footprint_cut(z_p, z_q, camera: Camera, step: str):
     return dz > JUMP_FACTOR * footprint
 
 
-def _combine(res_cut, fallback_cut):
-    """Residual test where both residuals are finite, footprint rule elsewhere."""
+def _residual_cut(r_p, r_q, cut: float, fallback_cut):
+    """Cut where neither endpoint's residual explains the edge (min |r| > cut), where both
+    are finite; the footprint rule ``fallback_cut`` elsewhere."""
+    res_cut = np.minimum(np.abs(r_p), np.abs(r_q)) - cut
     return np.where(np.isfinite(res_cut), res_cut > 0, fallback_cut)
 
 
@@ -89,17 +90,16 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
     if normals is None and system_residuals is None:
         return cut_h, cut_v, cut_d1, cut_d2
 
+    if normals is not None:
+        t = camera.unknown_from_depth(z)
+        a_u, a_v, nx, ny = camera.residual_coefficients(np.asarray(normals), origin=origin)
     with np.errstate(invalid="ignore"):
         if system_residuals is None:
             # the system's residuals r = a * dt + n of each pixel pair, on the whole grid
             # (the same numbers as NormalSystem.residuals where both pixels are in the mask)
-            t = camera.unknown_from_depth(z)
-            a_u, a_v, nx, ny = camera.residual_coefficients(np.asarray(normals), origin=origin)
             dh, dv = t[:, 1:] - t[:, :-1], t[1:, :] - t[:-1, :]
-            rp, rq = np.abs(a_u[:, :-1] * dh + nx[:, :-1]), np.abs(a_u[:, 1:] * dh + nx[:, 1:])
-            cut_h = _combine(np.minimum(rp, rq) - cut, cut_h)
-            rp, rq = np.abs(a_v[:-1, :] * dv + ny[:-1, :]), np.abs(a_v[1:, :] * dv + ny[1:, :])
-            cut_v = _combine(np.minimum(rp, rq) - cut, cut_v)
+            cut_h = _residual_cut(a_u[:, :-1] * dh + nx[:, :-1], a_u[:, 1:] * dh + nx[:, 1:], cut, cut_h)
+            cut_v = _residual_cut(a_v[:-1, :] * dv + ny[:-1, :], a_v[1:, :] * dv + ny[1:, :], cut, cut_v)
         else:
             n_pix = int(mask.sum())
             if any(np.shape(system_residuals[d]) != (n_pix,) for d in ("u+", "u-", "v+", "v-")):
@@ -110,25 +110,20 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
                 out[mask] = values
                 return out
 
-            rp, rq = np.abs(img(system_residuals["u+"]))[:, :-1], np.abs(img(system_residuals["u-"]))[:, 1:]
-            cut_h = _combine(np.minimum(rp, rq) - cut, cut_h)
-            rp, rq = np.abs(img(system_residuals["v+"]))[:-1, :], np.abs(img(system_residuals["v-"]))[1:, :]
-            cut_v = _combine(np.minimum(rp, rq) - cut, cut_v)
+            cut_h = _residual_cut(img(system_residuals["u+"])[:, :-1], img(system_residuals["u-"])[:, 1:],
+                                  cut, cut_h)
+            cut_v = _residual_cut(img(system_residuals["v+"])[:-1, :], img(system_residuals["v-"])[1:, :],
+                                  cut, cut_v)
 
-    if normals is not None:
-        if system_residuals is not None:
-            t = camera.unknown_from_depth(z)
-            a_u, _, nx, ny = camera.residual_coefficients(np.asarray(normals), origin=origin)
-        g = np.sqrt(camera.K[1, 1] / camera.K[0, 0]) if camera.perspective else 1.0
-        a_d = g * a_u
+        if normals is not None:
+            g = np.sqrt(camera.K[1, 1] / camera.K[0, 0]) if camera.perspective else 1.0
+            a_d = g * a_u
 
-        def diag_cut(sl_p, sl_q, du, dv, fallback):
-            dt = t[sl_q] - t[sl_p]
-            r_p = np.abs(a_d[sl_p] * dt + g * nx[sl_p] * du + ny[sl_p] * dv / g)
-            r_q = np.abs(a_d[sl_q] * dt + g * nx[sl_q] * du + ny[sl_q] * dv / g)
-            return _combine(np.minimum(r_p, r_q) - cut, fallback)
+            def diag_cut(sl_p, sl_q, du, dv, fallback):
+                dt = t[sl_q] - t[sl_p]
+                return _residual_cut(a_d[sl_p] * dt + g * nx[sl_p] * du + ny[sl_p] * dv / g,
+                                     a_d[sl_q] * dt + g * nx[sl_q] * du + ny[sl_q] * dv / g, cut, fallback)
 
-        with np.errstate(invalid="ignore"):
             # (r, c) -> (r+1, c+1): du = +1, dv = +1;  (r, c+1) -> (r+1, c): du = -1, dv = +1
             cut_d1 = diag_cut((slice(None, -1), slice(None, -1)), (slice(1, None), slice(1, None)), 1.0, 1.0, cut_d1)
             cut_d2 = diag_cut((slice(None, -1), slice(1, None)), (slice(1, None), slice(None, -1)), -1.0, 1.0, cut_d2)
