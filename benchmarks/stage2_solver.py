@@ -27,7 +27,7 @@ from scipy.sparse.linalg import spsolve
 from fnin_cli.model import inference
 from fnin_cli.solvers import linear
 from fnin_cli.solvers import stage2
-from fnin_cli.solvers import system
+from fnin_cli.solvers.system import NormalSystem
 from fnin_cli.model import weights as model_weights
 
 from fnin_cli.bench.cases import resolve_cases, unknown_made
@@ -78,7 +78,7 @@ def main():
     out = {"cases": {}, "mean": {}}
     for case in cases:
         inp, gt = case.load()
-        system = system.NormalSystem(inp.normals, inp.mask, inp.camera)
+        system = NormalSystem(inp.normals, inp.mask, inp.camera)
         lam = classic_lambda(inp.camera, inp.shape)
         z_img, _, p_img = inference.network_outputs(model, inp, torch.device("cpu"))
         zr = z_img[inp.mask]

@@ -12,8 +12,7 @@ from fnin_cli.model import weights as model_weights
 from fnin_cli.model.fnin_net import FNINet
 from fnin_cli.model.config import NetConfig
 from fnin_cli.model.geometry import bini_targets, one_sided, one_sided_differences
-from fnin_cli.model.layers import edge_features
-from fnin_cli.pipeline import build_input, classic_lambda, integrate
+from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.solvers.bini import bini_weights
 from fnin_cli.data.synthetic import make_scene
 from fnin_cli.train.config import TrainConfig

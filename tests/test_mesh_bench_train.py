@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from fnin_cli.bench import runner
-from fnin_cli.bench.cases import Case, align_and_errors, align_objects, mesh_cases, mesh_view_set, resolve_cases
+from fnin_cli.bench.cases import align_and_errors, align_objects, mesh_cases, mesh_view_set, resolve_cases
 from fnin_cli.data import mesh_scenes
 from fnin_cli.errors import FninError
 from fnin_cli.model.config import NetConfig

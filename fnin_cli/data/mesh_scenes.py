@@ -167,7 +167,6 @@ def _layout(rng, n_obj, h, w, persp, f, px, D0, r0_px, ri_px):
     overlap it in the image and lie in front of or behind it.  ``px`` = pixel size
     (orthographic) or unused."""
     cu, cv = (w - 1) / 2, (h - 1) / 2
-    L = max(h, w)
 
     def centre(uc, vc, z):
         if persp:
