@@ -1,8 +1,9 @@
 """An edge-net candidate against the shipped weights on fresh real-mesh and procedural
 scenes, by the rule of docs/studies/cpu-mesh-edge-net.md (the bounds of
-``edge_sharpness.passes``)::
+``edge_sharpness.passes``); each study names its fresh seeds (offsets from VAL_SEED0)::
 
     python benchmarks/edge_candidate.py CANDIDATE.safetensors [--scenes 24] [--size 384] [--out PATH]
+        [--mesh-offset 900000] [--proc-offset 90000]
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from fnin_cli.model.weights import load_model
 from fnin_cli.solvers import stage2
 from fnin_cli.train.config import VAL_SEED0
 
-MESH_SEED0 = VAL_SEED0 + 900_000
-PROC_SEED0 = VAL_SEED0 + 90_000
 
 
 def main():
@@ -31,17 +30,20 @@ def main():
     ap.add_argument("--scenes", type=int, default=24)
     ap.add_argument("--size", type=int, default=384)
     ap.add_argument("--out", default="benchmarks/results/edge_candidate_cpu_meshes.json")
+    ap.add_argument("--mesh-offset", type=int, default=900_000, help="first validation-mesh scene: VAL_SEED0 + this")
+    ap.add_argument("--proc-offset", type=int, default=90_000, help="first procedural scene: VAL_SEED0 + this")
     a = ap.parse_args()
     torch.set_num_threads(1)
     meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
     a_now = stage2.EDGE_SHARPNESS
     configs = {"shipped": (a_now, load_model(DEFAULT_WEIGHTS, "cpu")),
                "candidate": (a_now, load_model(a.candidate, "cpu"))}
-    rec = evaluate(configs, meshes, a.scenes, a.size, MESH_SEED0, PROC_SEED0)
+    rec = evaluate(configs, meshes, a.scenes, a.size, VAL_SEED0 + a.mesh_offset, VAL_SEED0 + a.proc_offset)
     summary = {n: {k: float(np.mean(v)) for k, v in r.items()} for n, r in rec.items()}
     ships = passes(summary["candidate"], summary["shipped"])
     with open(a.out, "w") as fh:
-        json.dump({"candidate": a.candidate, "per_scene": rec, "summary": summary, "ships": ships}, fh, indent=1)
+        json.dump({"candidate": a.candidate, "seeds": [VAL_SEED0 + a.mesh_offset, VAL_SEED0 + a.proc_offset],
+                   "per_scene": rec, "summary": summary, "ships": ships}, fh, indent=1)
     print(json.dumps(summary, indent=1), "ships:", ships)
 
 

@@ -23,6 +23,8 @@ class NetConfig:
                              # (the domain is not periodic; 0 = the shipped model)
     edge_width: int = 0      # full-resolution edge net width (0: none; Stage II uses omega)
     edge_dilations: tuple = (1, 2, 4, 8, 4, 2, 1)   # its 3x3 conv layers (receptive field 45 px)
+    edge_context: int = 0    # levels of the edge net's context U-Net (0: none; 5: cells of 4 to 64 px)
+    edge_context_width: int = 16   # its channels
 
     def to_dict(self):
         return asdict(self)
