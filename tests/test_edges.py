@@ -209,6 +209,16 @@ def test_edges_stage_can_start_from_a_trained_edge_net(tmp_path):
     assert "### Stage I (frozen while the edge net trained)" in md
     with pytest.raises(ValueError, match="no edge net of this shape"):
         build_model(TrainConfig(steps=1, init_edges=str(base), **common))
+    # a trunk without a context branch starts one: the trunk copied, the branch added at zero
+    ctx = {**common, "net": NetConfig(edge_width=4, edge_dilations=(1, 2, 1), edge_context=2, edge_context_width=3)}
+    grown = build_model(TrainConfig(steps=1, init_edges=str(out), **ctx))
+    for k, v in trained.edges.state_dict().items():
+        assert torch.equal(grown.edges.state_dict()[k], v)
+    assert float(grown.edges.context.out.weight.abs().max()) == 0.0
+    out3 = tmp_path / "c" / "fnin.safetensors"
+    train(TrainConfig(steps=2, init_edges=str(out), **ctx), tmp_path / "c", out=out3)
+    assert model_weights._load(str(out3), "cpu").cfg.edge_context == 2
+    assert "Context U-Net (`edge_context` 2, width 3)" in out3.with_name("MODEL_CARD.md").read_text()
 
 
 def test_resumed_run_names_its_real_start_even_if_the_base_file_was_replaced(tmp_path):

@@ -89,7 +89,7 @@ def _selection(card: dict, solves: str) -> str:
     cfg = card["train_config"]
     val = "\n".join(f"| {s} | {v:.4f} |" for s, v in card["val_curve"])
     return f"""- **Selection**: the checkpoint with the lowest end-to-end relative error of `fnin` ({solves})
-  on {cfg['val_scenes']} fixed synthetic scenes at {cfg['val_res']}x{cfg['val_res']}
+  on {cfg['val_scenes']} fixed synthetic scenes{_val_meshes(cfg)} at {cfg['val_res']}x{cfg['val_res']}
   (seeds from {VAL_SEED0}, never trained on): step {card['selected_step']}, {card['val_rel_error']:.4f}.
   DiLiGenT was not used for training or selection.
 - **First losses** (for the determinism test): {', '.join(f'{x:.6f}' for x in card['first_losses'])}.
@@ -98,6 +98,19 @@ def _selection(card: dict, solves: str) -> str:
 | step | validation end-to-end rel. error |
 |---|---|
 {val}"""
+
+
+def _context(net: dict) -> str:
+    levels = net.get("edge_context", 0)
+    if not levels:
+        return ""
+    return (f"\n  Context U-Net (`edge_context` {levels}, width {net['edge_context_width']}): the trunk's features after "
+            f"its widest dilation, in cells of 4 to {2 ** (levels + 1)} px, added back through a zero-started 1x1.")
+
+
+def _val_meshes(cfg: dict) -> str:
+    n = cfg.get("val_mesh_scenes", 0)
+    return f" and {n} scenes rendered from the validation meshes" if n else ""
 
 
 def _objective(cfg: dict) -> str:
@@ -146,7 +159,7 @@ edge net that gives Stage II its weights.
   resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
   w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.
 - **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
-  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.
+  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.{_context(net)}
 - **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
   {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']}.
 {_selection(card, "one Stage II solve")}
