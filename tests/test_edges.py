@@ -219,6 +219,16 @@ def test_edges_stage_can_start_from_a_trained_edge_net(tmp_path):
     train(TrainConfig(steps=2, init_edges=str(out), **ctx), tmp_path / "c", out=out3)
     assert model_weights._load(str(out3), "cpu").cfg.edge_context == 2
     assert "Context U-Net (`edge_context` 2, width 3)" in out3.with_name("MODEL_CARD.md").read_text()
+    # edge_train "context": the branch trains, the trunk stays bit for bit
+    out4 = tmp_path / "d" / "fnin.safetensors"
+    train(TrainConfig(steps=3, init_edges=str(out), edge_train="context", **ctx), tmp_path / "d", out=out4)
+    only = model_weights._load(str(out4), "cpu").edges.state_dict()
+    for k, v in trained.edges.state_dict().items():
+        assert torch.equal(only[k], v), k
+    assert float(only["context.out.weight"].abs().max()) > 0
+    assert "Only this branch trained" in out4.with_name("MODEL_CARD.md").read_text()
+    with pytest.raises(ValueError, match="needs an edge net with a context branch"):
+        build_model(TrainConfig(steps=1, init_edges=str(out), edge_train="context", **common))
 
 
 def test_resumed_run_names_its_real_start_even_if_the_base_file_was_replaced(tmp_path):

@@ -66,7 +66,9 @@ def build_model(cfg: TrainConfig) -> FNINet:
         except Exception as exc:
             raise ValueError(f"{cfg.init_edges}: no edge net of this shape to start from "
                              f"({str(exc).splitlines()[0][:80]})") from None
-    _train_only(model, "edges.")
+    if cfg.edge_train == "context" and not cfg.net.edge_context:
+        raise ValueError("edge_train 'context' needs an edge net with a context branch (net.edge_context > 0)")
+    _train_only(model, "edges.context." if cfg.edge_train == "context" else "edges.")
     return model
 
 
