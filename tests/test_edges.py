@@ -77,49 +77,6 @@ def test_cropped_edge_inference_equals_the_whole_frame():
     assert float((crop - whole).abs().max()) < 1e-6
 
 
-def _context_model(seed=0):
-    torch.manual_seed(seed)
-    model = FNINet(NetConfig(edge_width=4, edge_dilations=(1, 2, 1), edge_context=3, edge_context_width=5)).eval()
-    with torch.no_grad():           # a trained branch: its output layer away from zero
-        for p in model.edges.context.parameters():
-            p.normal_(0, 0.5)
-    return model
-
-
-def test_context_branch_cropped_inference_equals_the_whole_frame():
-    """With the context U-Net the crop starts on its coarsest cells: the same numbers
-    inside the mask as the whole frame, also where the frame's sides are not multiples
-    of those cells."""
-    sc = make_scene(5, 90, 124, fold_prob=1.0)
-    mask = sc.mask.copy()
-    mask[:29], mask[:, :37], mask[:, 101:] = False, False, False
-    crop, whole, _, _ = _crop_and_whole(_context_model(), sc, mask)
-    assert float(whole.abs().max()) > 0.1
-    assert float((crop - whole).abs().max()) < 1e-5
-
-
-def test_context_branch_sees_the_whole_object_and_starts_at_zero():
-    """The branch changes edge weights far beyond the trunk's 9 px window (a change at one
-    end of the mask reaches the other), and an untrained branch leaves the trunk's output
-    exactly as it was."""
-    sc = make_scene(7, 96, 96, fold_prob=0.0)
-    inp = build_input(sc.normals, None, np.ones((96, 96), bool), sc.K)
-    lv = _level(inp)
-    z = torch.zeros(1, 1, 96, 96)
-    model = _context_model()
-    z2 = z.clone()
-    z2[..., :, 80:] += torch.linspace(0, 1, 16)     # a ramp in the right sixth only
-    with torch.no_grad():
-        a, b = model.edges(z, lv), model.edges(z2, lv)
-    assert float((a - b)[..., :, :40].abs().max()) > 1e-4
-    plain = FNINet(NetConfig(edge_width=4, edge_dilations=(1, 2, 1))).eval()
-    torch.manual_seed(1)
-    fresh = FNINet(NetConfig(edge_width=4, edge_dilations=(1, 2, 1), edge_context=3)).eval()
-    fresh.edges.net.load_state_dict(plain.edges.net.state_dict())
-    with torch.no_grad():
-        assert torch.equal(fresh.edges(z2, lv), plain.edges(z2, lv))
-
-
 def test_edge_weights_are_bini_layout_and_reach_stage2():
     model = _edge_model()
     sc = make_scene(7, 40, fold_prob=1.0)
@@ -209,26 +166,6 @@ def test_edges_stage_can_start_from_a_trained_edge_net(tmp_path):
     assert "### Stage I (frozen while the edge net trained)" in md
     with pytest.raises(ValueError, match="no edge net of this shape"):
         build_model(TrainConfig(steps=1, init_edges=str(base), **common))
-    # a trunk without a context branch starts one: the trunk copied, the branch added at zero
-    ctx = {**common, "net": NetConfig(edge_width=4, edge_dilations=(1, 2, 1), edge_context=2, edge_context_width=3)}
-    grown = build_model(TrainConfig(steps=1, init_edges=str(out), **ctx))
-    for k, v in trained.edges.state_dict().items():
-        assert torch.equal(grown.edges.state_dict()[k], v)
-    assert float(grown.edges.context.out.weight.abs().max()) == 0.0
-    out3 = tmp_path / "c" / "fnin.safetensors"
-    train(TrainConfig(steps=2, init_edges=str(out), **ctx), tmp_path / "c", out=out3)
-    assert model_weights._load(str(out3), "cpu").cfg.edge_context == 2
-    assert "Context U-Net (`edge_context` 2, width 3)" in out3.with_name("MODEL_CARD.md").read_text()
-    # edge_train "context": the branch trains, the trunk stays bit for bit
-    out4 = tmp_path / "d" / "fnin.safetensors"
-    train(TrainConfig(steps=3, init_edges=str(out), edge_train="context", **ctx), tmp_path / "d", out=out4)
-    only = model_weights._load(str(out4), "cpu").edges.state_dict()
-    for k, v in trained.edges.state_dict().items():
-        assert torch.equal(only[k], v), k
-    assert float(only["context.out.weight"].abs().max()) > 0
-    assert "Only this branch trained" in out4.with_name("MODEL_CARD.md").read_text()
-    with pytest.raises(ValueError, match="needs an edge net with a context branch"):
-        build_model(TrainConfig(steps=1, init_edges=str(out), edge_train="context", **common))
 
 
 def test_resumed_run_names_its_real_start_even_if_the_base_file_was_replaced(tmp_path):

@@ -275,15 +275,18 @@ def test_fast_asinh_equals_torch_asinh():
 
 
 def test_legacy_config_keys_load_at_zero_and_are_refused_otherwise(tmp_path):
-    """Weights written while learned rounds / the coarse edge branch existed carry their
-    keys at 0: they load; a non-zero value names the removed feature."""
+    """Weights written while learned rounds / the coarse edge branch / the context U-Net
+    existed carry their keys at 0: they load; a non-zero value names the removed feature."""
     from safetensors.torch import save_file
 
     from fnin_cli.errors import FninError
     from fnin_cli.model.config import net_config
 
-    cfg = net_config({"edge_width": 4, "edge_rounds": 0, "edge_coarse": 0, "edge_coarse_dilations": [1, 2]})
+    cfg = net_config({"edge_width": 4, "edge_rounds": 0, "edge_coarse": 0, "edge_coarse_dilations": [1, 2],
+                      "edge_context": 0, "edge_context_width": 16})
     assert cfg.edge_width == 4
+    with pytest.raises(FninError, match="edge_context.*context U-Net"):
+        net_config({"edge_context": 5, "edge_context_width": 16})
     with pytest.raises(FninError, match="edge_rounds.*removed"):
         net_config({"edge_rounds": 1})
     with pytest.raises(FninError, match="edge_coarse.*removed"):
@@ -293,6 +296,7 @@ def test_legacy_config_keys_load_at_zero_and_are_refused_otherwise(tmp_path):
     save_file(model.state_dict(), str(bad), metadata={"net": json.dumps({"edge_rounds": 2})})
     with pytest.raises(FninError, match="learned rounds"):
         model_weights._load(str(bad), "cpu")
-    with pytest.raises(ValueError, match="edge_train"):
-        TrainConfig.from_dict({"edge_train": "coarse"})
+    for removed in ("coarse", "context"):
+        with pytest.raises(ValueError, match="edge_train"):
+            TrainConfig.from_dict({"edge_train": removed})
     assert TrainConfig.from_dict({"edge_train": "all", "init_round": "edges"}).stage == "network"

@@ -23,23 +23,23 @@ class NetConfig:
                              # (the domain is not periodic; 0 = the shipped model)
     edge_width: int = 0      # full-resolution edge net width (0: none; Stage II uses omega)
     edge_dilations: tuple = (1, 2, 4, 8, 4, 2, 1)   # its 3x3 conv layers (receptive field 45 px)
-    edge_context: int = 0    # levels of the edge net's context U-Net (0: none; 5: cells of 4 to 64 px)
-    edge_context_width: int = 16   # its channels
 
     def to_dict(self):
         return asdict(self)
 
 
 # Config keys of experiments that were never shipped (learned reweighting rounds, the edge
-# net's coarse branch). Weights written while they existed carry them at their "off" value.
-LEGACY_NET_KEYS = ("edge_rounds", "edge_coarse", "edge_coarse_dilations")
+# net's coarse branch and its context U-Net). Weights written while they existed carry them
+# at their "off" value.
+LEGACY_NET_KEYS = ("edge_rounds", "edge_coarse", "edge_coarse_dilations", "edge_context", "edge_context_width")
 
 
 def net_config(net: dict) -> NetConfig:
     """A :class:`NetConfig` from its JSON form (weights metadata, train configs).
 
     Lists become tuples. Legacy keys (``LEGACY_NET_KEYS``) are accepted at their "off"
-    value (0; any dilations when ``edge_coarse`` is 0) and dropped.
+    value (0; any dilations when ``edge_coarse`` is 0, any width when ``edge_context`` is 0)
+    and dropped.
 
     Raises
     ------
@@ -48,10 +48,10 @@ def net_config(net: dict) -> NetConfig:
     """
     net = dict(net)
     legacy = {k: net.pop(k) for k in LEGACY_NET_KEYS if k in net}
-    for key in ("edge_rounds", "edge_coarse"):
+    for key in ("edge_rounds", "edge_coarse", "edge_context"):
         if legacy.get(key, 0) not in (0, None):
             raise FninError(f"network config '{key}': {legacy[key]} needs a feature removed from fnin "
-                            f"(learned rounds / coarse edge branch); only 0 is supported")
+                            f"(learned rounds / coarse edge branch / context U-Net); only 0 is supported")
     unknown = sorted(set(net) - set(NetConfig.__dataclass_fields__))
     if unknown:
         raise FninError(f"unknown network config key(s) {', '.join(unknown)}")

@@ -104,8 +104,8 @@ class FNINet(nn.Module):
     @torch.no_grad()
     def edge_probabilities(self, z, lv: Level):
         """The edge net's w_u-, w_v- (B,2,H,W) for one image, run on the mask's bounding
-        box widened by the receptive field's radius (its start aligned to the context
-        branch's coarsest cells): the same numbers inside the mask as on the whole frame (which costs up to 2-3x more on DiLiGenT's frames).
+        box widened by the receptive field's radius: the same numbers inside the mask as
+        on the whole frame (which costs up to 2-3x more on DiLiGenT's frames).
         """
         margin = EdgeNet.radius(self.cfg)
         m = lv.mask[0, 0] > 0
@@ -113,9 +113,8 @@ class FNINet(nn.Module):
         h, w = m.shape
         if rows.numel() == 0:
             return torch.zeros(1, 2, h, w, device=z.device)
-        step = EdgeNet.align(self.cfg)
-        r0, r1 = max(0, int(rows[0]) - margin) // step * step, min(h, int(rows[-1]) + 1 + margin)
-        c0, c1 = max(0, int(cols[0]) - margin) // step * step, min(w, int(cols[-1]) + 1 + margin)
+        r0, r1 = max(0, int(rows[0]) - margin), min(h, int(rows[-1]) + 1 + margin)
+        c0, c1 = max(0, int(cols[0]) - margin), min(w, int(cols[-1]) + 1 + margin)
         K = lv.K.clone()
         persp = (K[:, 0, 0] > 0).to(K.dtype)
         K[:, 0, 2] -= c0 * persp

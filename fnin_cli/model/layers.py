@@ -205,10 +205,6 @@ class EdgeNet(nn.Module):
     jump that z_R smears over a coarse pixel's width. Output: logits of w_u-, w_v-
     (BiNI's convention: w_u+ = 1 - w_u-), trained against BiNI's weights computed from
     the true unknown (:func:`bini_targets`) or through the solve.
-
-    With ``cfg.edge_context`` > 0 a :class:`ContextNet` reads the trunk's features after
-    its widest dilation and adds what it sees of the whole object back into them (through
-    a 1x1 convolution that starts at zero, so a trunk trained without it starts unchanged).
     """
 
     def __init__(self, cfg: NetConfig):
@@ -219,82 +215,17 @@ class EdgeNet(nn.Module):
             cin = cfg.edge_width
         layers.append(nn.Conv2d(cin, 2, 1))
         self.net = nn.Sequential(*layers)
-        self.levels = int(cfg.edge_context)
-        if self.levels > 0:
-            dil = list(cfg.edge_dilations)
-            self.split = 2 * (dil.index(max(dil)) + 1)    # after the widest dilation's GELU
-            self.context = ContextNet(cfg.edge_width, cfg.edge_context_width, self.levels)
-
     @staticmethod
     def radius(cfg: NetConfig) -> int:
-        """Pixels beyond which the input does not change an output (crop margin) for the
-        trunk; the context branch reads the whole mask (see :meth:`align`)."""
+        """Pixels beyond which the input does not change an output (crop margin)."""
         return sum(int(d) for d in cfg.edge_dilations) + 1
-
-    @staticmethod
-    def align(cfg: NetConfig) -> int:
-        """Crops must start at multiples of this (the context branch's coarsest cell) to
-        give the same numbers as the whole frame."""
-        return 2 ** (int(cfg.edge_context) + 1) if cfg.edge_context else 1
 
     def forward(self, z, lv: "Level"):
         """Logits of w_u-, w_v- (B,2,H,W), 0 outside the mask."""
         feat = edge_features(z, lv)
         # channels-last: faster in oneDNN, same output (docs/decisions.md#edge-net)
         x = feat.contiguous(memory_format=torch.channels_last)
-        if self.levels == 0:
-            return self.net(x).contiguous() * lv.mask
-        h = self.net[:self.split](x)
-        h = h + self.context(h, lv.mask)
-        return self.net[self.split:](h).contiguous() * lv.mask
-
-
-class ContextNet(nn.Module):
-    """The edge net's whole-object context: a U-Net over the trunk's features, from cells
-    of 4 pixels (the trunk locates edges; 4x4 cells keep the branch's cost at a fifth of
-    the trunk's) down ``levels`` times by 2 to cells of 2**(levels + 1) pixels, and back up
-    with skip connections. Pooling takes masked averages, so only pixels inside the mask
-    count. Its output, added to the trunk's features, is zero at initialisation. Inputs
-    whose sides are not multiples of the coarsest cell are padded with empty pixels.
-    """
-
-    def __init__(self, cin: int, width: int, levels: int):
-        super().__init__()
-        self.levels = levels
-        self.down = nn.ModuleList(nn.Conv2d(cin if i == 0 else width, width, 3, padding=1) for i in range(levels))
-        self.bottom = nn.Conv2d(width, width, 3, padding=2, dilation=2)
-        self.up = nn.ModuleList(nn.Conv2d(2 * width, width, 3, padding=1) for _ in range(levels - 1))
-        self.out = nn.Conv2d(width, cin, 1)
-        nn.init.zeros_(self.out.weight)
-        nn.init.zeros_(self.out.bias)
-
-    def forward(self, h, mask):
-        H, W = mask.shape[-2:]
-        x, m = _masked_pool(h, mask, 4)
-        step = 2 ** (self.levels - 1)
-        ph, pw = (-x.shape[-2]) % step, (-x.shape[-1]) % step
-        x, m = F.pad(x, (0, pw, 0, ph)), F.pad(m, (0, pw, 0, ph))
-        skips = []
-        for i, conv in enumerate(self.down):
-            if i:
-                x, m = _masked_pool(x, m, 2)
-            x = F.gelu(conv(x)) * m
-            skips.append((x, m))
-        x = F.gelu(self.bottom(x)) * m
-        for i in reversed(range(self.levels - 1)):
-            skip, m = skips[i]
-            x = F.interpolate(x, scale_factor=2, mode="nearest")
-            x = F.gelu(self.up[i](torch.cat([x, skip], dim=1))) * m
-        x = F.interpolate(self.out(x), scale_factor=4, mode="nearest")
-        return x[..., :H, :W]
-
-
-def _masked_pool(x, m, k: int):
-    """k x k averages of ``x`` over the pixels where ``m`` > 0 (partial cells at the
-    bottom and right edges included), and the pooled support (0/1)."""
-    num = F.avg_pool2d(x * m, k, ceil_mode=True)
-    den = F.avg_pool2d(m, k, ceil_mode=True)
-    return num / den.clamp_min(1e-6), (den > 0).to(x.dtype)
+        return self.net(x).contiguous() * lv.mask
 
 
 def edge_features(z, lv: "Level"):

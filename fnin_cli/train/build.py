@@ -33,8 +33,7 @@ def read_base(path) -> tuple:
     from dataclasses import replace
 
     cfg, state = read_weights(path)
-    cfg = replace(cfg, edge_width=0, edge_dilations=NetConfig.edge_dilations, edge_context=0,
-                  edge_context_width=NetConfig.edge_context_width)
+    cfg = replace(cfg, edge_width=0, edge_dilations=NetConfig.edge_dilations)
     return cfg, {k: v for k, v in state.items() if not k.startswith("edges.")}
 
 
@@ -50,8 +49,7 @@ def build_model(cfg: TrainConfig) -> FNINet:
     if cfg.edge_objective not in ("bce", "solve"):
         raise ValueError(f"unknown edge_objective '{cfg.edge_objective}' (bce or solve)")
     base_net, state = read_base(cfg.base)
-    cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations,
-                      edge_context=cfg.net.edge_context, edge_context_width=cfg.net.edge_context_width)
+    cfg.net = replace(base_net, edge_width=cfg.net.edge_width, edge_dilations=cfg.net.edge_dilations)
     model = FNINet(cfg.net)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if unexpected or any(not k.startswith("edges.") for k in missing):
@@ -59,16 +57,11 @@ def build_model(cfg: TrainConfig) -> FNINet:
     if cfg.init_edges:
         try:
             start = _sub_state(cfg.init_edges, "edges.")
-            missing, unexpected = model.edges.load_state_dict(start, strict=False)
-            # a trunk without a context branch may start one (which starts at zero)
-            if unexpected or any(not k.startswith("context.") for k in missing):
-                raise ValueError(f"missing {missing[:3]}, unexpected {unexpected[:3]}")
+            model.edges.load_state_dict(start)
         except Exception as exc:
             raise ValueError(f"{cfg.init_edges}: no edge net of this shape to start from "
                              f"({str(exc).splitlines()[0][:80]})") from None
-    if cfg.edge_train == "context" and not cfg.net.edge_context:
-        raise ValueError("edge_train 'context' needs an edge net with a context branch (net.edge_context > 0)")
-    _train_only(model, "edges.context." if cfg.edge_train == "context" else "edges.")
+    _train_only(model, "edges.")
     return model
 
 

@@ -100,15 +100,6 @@ def _selection(card: dict, solves: str) -> str:
 {val}"""
 
 
-def _context(net: dict, cfg: dict) -> str:
-    levels = net.get("edge_context", 0)
-    if not levels:
-        return ""
-    only = " Only this branch trained; the trunk is the starting edge net's." if cfg.get("edge_train") == "context" else ""
-    return (f"\n  Context U-Net (`edge_context` {levels}, width {net['edge_context_width']}): the trunk's features after "
-            f"its widest dilation, in cells of 4 to {2 ** (levels + 1)} px, added back through a zero-started 1x1.{only}")
-
-
 def _val_meshes(cfg: dict) -> str:
     n = cfg.get("val_mesh_scenes", 0)
     return f" and {n} scenes rendered from the validation meshes" if n else ""
@@ -160,7 +151,7 @@ edge net that gives Stage II its weights.
   resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
   w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.
 - **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
-  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.{_context(net, cfg)}
+  {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.
 - **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
   {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']}.
 {_selection(card, "one Stage II solve")}

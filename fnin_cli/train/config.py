@@ -56,8 +56,6 @@ class TrainConfig:
                                       # "bini" (the weights BiNI converges to on the scene's normals)
     teacher_cache: str = ""           # edges, "bini": folder caching each scene's teacher weights
     val_mesh_scenes: int = 0          # edges: validation scenes rendered from the validation meshes
-    edge_train: str = "all"           # edges: "all" (the whole edge net) or "context" (its context
-                                      # branch only; the trunk stays as init_edges gave it)
     net: NetConfig = field(default_factory=NetConfig)
 
     @classmethod
@@ -69,9 +67,6 @@ class TrainConfig:
         for key, off in LEGACY_TRAIN_KEYS.items():
             if key in d and d.pop(key) not in off:
                 raise ValueError(f"train config '{key}': a removed experiment; use one of {off} or drop it")
-        if d.get("edge_train", "all") not in ("all", "context"):
-            raise ValueError(f"train config 'edge_train': {d['edge_train']!r}; use all or context "
-                             "(other values were removed experiments)")
         try:
             return cls(net=net_config(net), **d)
         except FninError as exc:
@@ -81,8 +76,9 @@ class TrainConfig:
         return asdict(self)
 
 
-# keys of removed experiments (learned rounds) and their "off" values
-LEGACY_TRAIN_KEYS = {"init_round": ("edges", "")}
+# keys of removed experiments (learned rounds, coarse edge branch, the context branch
+# trained alone) and their "off" values
+LEGACY_TRAIN_KEYS = {"init_round": ("edges", ""), "edge_train": ("all",)}
 
 
 def load_config(config=None, resume=None, overrides: dict | None = None) -> TrainConfig:
