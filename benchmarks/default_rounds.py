@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from fnin_cli.bench.cases import align_and_errors
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, load_meshes, make_mesh_scene, mesh_files, split_names
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import bini_weights
@@ -32,6 +32,11 @@ MAX_ROUNDS = (0, 2, 4, 6, 8, 12, 16, 24)
 TOLS = (0.0, 1e-3, 1e-2)
 SEED0 = VAL_SEED0 + 500_000
 MIN_OBJECT_PIXELS = 200
+
+
+def validation_meshes(folder) -> dict:
+    """The validation meshes of ``folder``, loaded (the training meshes are not read)."""
+    return load_meshes(folder, split_names(mesh_files(folder))[1])
 
 
 def object_error(z_img, sc, perspective: bool) -> float:
@@ -150,7 +155,7 @@ def main():
     import torch
 
     torch.set_num_threads(1)
-    meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
+    meshes = validation_meshes(a.meshes)
     if a.compare_stage2:   # shipped then: None
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/stage2_before_rounds.json",

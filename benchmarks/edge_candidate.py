@@ -14,13 +14,13 @@ import json
 import numpy as np
 import torch
 
+from default_rounds import validation_meshes
 from edge_sharpness import evaluate, passes
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR
 from fnin_cli.model import DEFAULT_WEIGHTS
 from fnin_cli.model.weights import load_model
 from fnin_cli.solvers import stage2
 from fnin_cli.train.config import VAL_SEED0
-
 
 
 def main():
@@ -34,7 +34,7 @@ def main():
     ap.add_argument("--proc-offset", type=int, default=90_000, help="first procedural scene: VAL_SEED0 + this")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
+    meshes = validation_meshes(a.meshes)
     a_now = stage2.EDGE_SHARPNESS
     configs = {"shipped": (a_now, load_model(DEFAULT_WEIGHTS, "cpu")),
                "candidate": (a_now, load_model(a.candidate, "cpu"))}

@@ -19,8 +19,8 @@ import json
 import numpy as np
 import torch
 
-from default_rounds import object_error
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene
+from default_rounds import object_error, validation_meshes
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, make_mesh_scene
 from fnin_cli.data.synthetic import make_scene, relative_error
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
@@ -83,7 +83,7 @@ def main():
     ap.add_argument("--out", default="benchmarks/results/edge_sharpness_meshes.json")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
+    meshes = validation_meshes(a.meshes)
     rec = evaluate({str(c): (c, None) for c in CANDIDATES}, meshes, a.scenes, a.size, MESH_SEED0, PROC_SEED0)
     summary = {c: {k: float(np.mean(v)) for k, v in r.items()} for c, r in rec.items()}
     chosen = apply_rule(summary)

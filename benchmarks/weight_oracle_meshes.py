@@ -21,8 +21,8 @@ import json
 import numpy as np
 import torch
 
-from default_rounds import object_error
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene
+from default_rounds import object_error, validation_meshes
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, make_mesh_scene
 from fnin_cli.model.inference import network_outputs
 from fnin_cli.model.weights import load_model
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
@@ -36,13 +36,10 @@ from fnin_cli.train.feed import teacher_weights
 SEED0 = VAL_SEED0 + 1_200_000
 
 
-def one_solve(system, inp, z_r, weights) -> np.ndarray:
+def one_solve(system, z_r, lam, weights) -> np.ndarray:
     """The one-shot's Stage II with the given weights; the unknown as an image."""
-    lam = classic_lambda(inp.camera, inp.shape)
     z, _ = stage2(system, z_r, None, "fnin", lam, "amg", 2.0, SOLVE_RTOL, 5000, weights)
-    out = np.full(inp.shape, np.nan)
-    out[inp.mask] = z
-    return out
+    return system.to_image(z)
 
 
 def main():
@@ -53,7 +50,7 @@ def main():
     ap.add_argument("--out", default="benchmarks/results/weight_oracle_meshes.json")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    meshes = {k: v for k, v in load_meshes(a.meshes).items() if is_validation(k)}
+    meshes = validation_meshes(a.meshes)
     model = load_model(None, "cpu")
     rec = {k: [] for k in ("edge", "true", "teacher", "bini", "default")}
     with limit_threads(1):
@@ -64,13 +61,14 @@ def main():
             system = NormalSystem(inp.normals, inp.mask, inp.camera)
             z_img, om_img, p_img = network_outputs(model, inp, torch.device("cpu"), NETWORK_SIDE)
             z_r = z_img[inp.mask]
+            lam = classic_lambda(inp.camera, inp.shape)
             unknown = sc.unknown[inp.mask]
             teach = teacher_weights(sc)
             weights = {"edge": model_weights(system, p_img, om_img),
                        "true": bini_weights(system, unknown, 2.0),
                        "teacher": bini_layout(teach[0][inp.mask], teach[1][inp.mask])}
             for k, w in weights.items():
-                rec[k].append(object_error(one_solve(system, inp, z_r, w), sc, persp))
+                rec[k].append(object_error(one_solve(system, z_r, lam, w), sc, persp))
             rec["bini"].append(object_error(integrate(inp, "bini").z, sc, persp))
             rec["default"].append(object_error(integrate(inp).z, sc, persp))
             print(i, {k: round(v[-1], 4) for k, v in rec.items()}, flush=True)
