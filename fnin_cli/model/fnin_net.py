@@ -104,9 +104,8 @@ class FNINet(nn.Module):
     @torch.no_grad()
     def edge_probabilities(self, z, lv: Level):
         """The edge net's w_u-, w_v- (B,2,H,W) for one image, run on the mask's bounding
-        box widened by the receptive field's radius, each layer on the window the next
-        ones read (:meth:`EdgeNet.windowed`): the same numbers inside the mask as on the
-        whole frame (which costs up to 2-3x more on DiLiGenT's frames).
+        box widened by the receptive field's radius: the same numbers inside the mask as
+        on the whole frame (which costs up to 2-3x more on DiLiGenT's frames).
         """
         margin = EdgeNet.radius(self.cfg)
         m = lv.mask[0, 0] > 0
@@ -114,17 +113,15 @@ class FNINet(nn.Module):
         h, w = m.shape
         if rows.numel() == 0:
             return torch.zeros(1, 2, h, w, device=z.device)
-        b0, b1, a0, a1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
-        r0, r1 = max(0, b0 - margin), min(h, b1 + margin)
-        c0, c1 = max(0, a0 - margin), min(w, a1 + margin)
+        r0, r1 = max(0, int(rows[0]) - margin), min(h, int(rows[-1]) + 1 + margin)
+        c0, c1 = max(0, int(cols[0]) - margin), min(w, int(cols[-1]) + 1 + margin)
         K = lv.K.clone()
         persp = (K[:, 0, 0] > 0).to(K.dtype)
         K[:, 0, 2] -= c0 * persp
         K[:, 1, 2] -= r0 * persp
         sub = Level(lv.normals[..., r0:r1, c0:c1], lv.mask[..., r0:r1, c0:c1], K, lv.pixel)
-        logits = self.edges.windowed(z[..., r0:r1, c0:c1], sub, (b0 - r0, b1 - r0, a0 - c0, a1 - c0))
-        p = torch.sigmoid(logits) * lv.mask[..., b0:b1, a0:a1]
-        return F.pad(p, (a0, w - a1, b0, h - b1))
+        p = torch.sigmoid(self.edges(z[..., r0:r1, c0:c1], sub)) * sub.mask
+        return F.pad(p, (c0, w - c1, r0, h - r1))
 
     def capped(self, lv: Level, side: int, attention: bool = True):
         """Run the pyramid up to the finest level whose short side is <= ``side`` and

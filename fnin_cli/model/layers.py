@@ -227,35 +227,6 @@ class EdgeNet(nn.Module):
         x = feat.contiguous(memory_format=torch.channels_last)
         return self.net(x).contiguous() * lv.mask
 
-    def windowed(self, z, lv: "Level", box: tuple):
-        """:meth:`forward`'s logits on ``box`` = (r0, r1, c0, c1) of ``lv``'s frame only.
-
-        Each layer is computed on the window the later layers read: ``box`` widened by
-        the dilations still to come, clipped to the frame, whose border stays zero-padded
-        as in :meth:`forward`. Bit for bit :meth:`forward`'s numbers on ``box``, on fewer
-        pixels (docs/decisions.md#edge-net-windows).
-        """
-        r0, r1, c0, c1 = box
-        h, w = lv.mask.shape[-2:]
-        x = edge_features(z, lv).contiguous(memory_format=torch.channels_last)
-        have = (0, h, 0, w)                        # x's window in frame coordinates
-        mods = list(self.net)
-        convs = [(mods[i], mods[i + 1]) for i in range(0, len(mods) - 1, 2)]
-        later = [sum(c.dilation[0] for c, _ in convs[i + 1:]) for i in range(len(convs))]
-        for (conv, act), m in zip(convs, later):
-            d = conv.dilation[0]
-            want = (max(0, r0 - m), min(h, r1 + m), max(0, c0 - m), min(w, c1 + m))
-            # the input window sliced, never padded: conv's own zero padding is right at the
-            # frame's border, and what it spoils elsewhere (within d of the cut) is dropped
-            lo_r, hi_r = max(want[0] - d, have[0]), min(want[1] + d, have[1])
-            lo_c, hi_c = max(want[2] - d, have[2]), min(want[3] + d, have[3])
-            x = x[..., lo_r - have[0]:hi_r - have[0], lo_c - have[2]:hi_c - have[2]]
-            x = act(conv(x))
-            x = x[..., want[0] - lo_r:want[1] - lo_r, want[2] - lo_c:want[3] - lo_c]
-            have = want
-        x = x[..., r0 - have[0]:r1 - have[0], c0 - have[2]:c1 - have[2]]
-        return mods[-1](x).contiguous() * lv.mask[..., r0:r1, c0:c1]
-
 
 def edge_features(z, lv: "Level"):
     """The edge net's input (B, EDGE_FEATURES, H, W), 0 outside the mask."""
