@@ -10,7 +10,6 @@ applies the rule written down before the measurement. Usage::
     python benchmarks/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
     python benchmarks/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
     python benchmarks/default_rounds.py --compare-sweeps    # docs/decisions.md#amg-smoother
-    python benchmarks/default_rounds.py --compare-relax     # docs/decisions.md#refine-relax
 """
 
 from __future__ import annotations
@@ -142,38 +141,6 @@ def compare_default(meshes, scenes: int, size: int, out: str, constant: str, can
     print(summary)
 
 
-def compare_relax(meshes, scenes: int, size: int, out: str):
-    """docs/decisions.md#refine-relax: the default with ``pipeline.REFINE_RELAX`` at 1
-    (today), 1.5 and 1.7, interleaved per scene; the candidate with the lowest mean error
-    is adopted if it is <= 0.98x today's and its seconds <= 1.05x today's."""
-    from fnin_cli import pipeline
-
-    shipped = pipeline.REFINE_RELAX
-    candidates = {"1.0": 1.0, "1.5": 1.5, "1.7": 1.7}
-    res = {name: [] for name in candidates}
-    try:
-        for i in range(scenes):
-            sc = make_mesh_scene(SEED0 + 800_000 + i, meshes, size)
-            inp = build_input(sc.normals, None, sc.mask, sc.K)
-            for name, beta in candidates.items():
-                pipeline.REFINE_RELAX = beta
-                t = time.perf_counter()
-                r = integrate(inp)
-                res[name].append((object_error(r.z, sc, sc.K is not None), time.perf_counter() - t, r.rounds))
-            print(i, {k: tuple(round(x, 4) for x in v[-1]) for k, v in res.items()}, flush=True)
-    finally:
-        pipeline.REFINE_RELAX = shipped
-    summary = {k: {"error": float(np.mean([x[0] for x in v])), "seconds": float(sum(x[1] for x in v))}
-               for k, v in res.items()}
-    today = summary["1.0"]
-    best = min(list(candidates)[1:], key=lambda k: summary[k]["error"])
-    ok = (summary[best]["error"] <= 0.98 * today["error"] and summary[best]["seconds"] <= 1.05 * today["seconds"])
-    summary["adopt"] = best if ok else None
-    with open(out, "w") as fh:
-        json.dump({"constant": "REFINE_RELAX", "seed0": SEED0 + 800_000, "per_scene": res, **summary}, fh, indent=1)
-    print(summary)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
@@ -184,7 +151,6 @@ def main():
     ap.add_argument("--compare-refine-rtol", action="store_true")
     ap.add_argument("--compare-refresh", action="store_true")
     ap.add_argument("--compare-sweeps", action="store_true")
-    ap.add_argument("--compare-relax", action="store_true")
     a = ap.parse_args()
     import torch
 
@@ -213,10 +179,6 @@ def main():
                 compare_default(meshes, a.scenes, a.size, a.out or f"benchmarks/results/vcycle_sweeps_{name}.json",
                                 "VCYCLE_SWEEPS", {"symmetric": "symmetric", "one-each": "one-each"},
                                 seed0=SEED0 + 200_000, module=linear, refine=refine)
-        return
-    if a.compare_relax:     # fresh scenes: seeds no earlier choice used
-        with limit_threads(1):
-            compare_relax(meshes, a.scenes, a.size, a.out or "benchmarks/results/refine_relax.json")
         return
     a.out = a.out or "benchmarks/results/default_rounds.json"
     records = []

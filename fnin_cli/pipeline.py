@@ -241,8 +241,6 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
 REFINE_SOLVER = "amg"
 # the rounds' inner tolerance: BiNI's own (docs/decisions.md#refine-rtol)
 REFINE_RTOL = 1e-3
-# over-relaxation of each round after a method's result (docs/decisions.md#refine-relax)
-REFINE_RELAX = 1.0
 # the rounds refresh the AMG hierarchy's coarse operators every k-th round, the finest
 # every round (docs/decisions.md#refresh-every)
 REFRESH_EVERY = 3
@@ -332,7 +330,6 @@ def integrate(
         # (docs/decisions.md#refine-prior).
         r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
-                           relax=REFINE_RELAX,
                            callback=(lambda i, e: progress(i)) if progress else None)
         z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1

@@ -66,7 +66,6 @@ def integrate_bini(
     solver: str = "jacobi",
     callback=None,
     hierarchy: dict | None = None,
-    relax: float = 1.0,
 ) -> IntegrationResult:
     """BiNI's iteratively reweighted least squares, written from SPEC's description.
 
@@ -77,9 +76,6 @@ def integrate_bini(
     and a ``hierarchy`` dict, one AMG hierarchy (the dict's, if a solve on this system
     left one there, else the first round's) is kept and only its operators are
     refreshed for each round's weights (the rounds after FNIN).
-
-    ``relax`` > 1 over-relaxes each round, z <- z + relax (solve - z), keeping a step only
-    if it does not raise the energy (else the plain solve); 1 is BiNI's own iteration.
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
@@ -88,18 +84,9 @@ def integrate_bini(
     history = [energy]
     it = 0
     for it in range(1, max_iter + 1):
-        s, _ = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
+        z, _ = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
                             rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
-        stepped = False
-        if relax != 1.0:
-            zr = z + relax * (s - z)
-            wr, er = _weights_and_energy(system, zr, k)
-            stepped = er <= energy
-        if stepped:
-            z, weights, new_energy = zr, wr, er
-        else:
-            z = s
-            weights, new_energy = _weights_and_energy(system, z, k)
+        weights, new_energy = _weights_and_energy(system, z, k)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
         energy = new_energy
