@@ -15,6 +15,9 @@ from .geometry import _add_normals, _square_contrast, minmax_in_mask, one_sided_
 
 # ---------------------------------------------------------------- spectral conv
 
+# output channels per step of the spectral layer's channel mix at inference (docs/decisions.md#fresh-pages)
+MIX_CHUNK = 8
+
 def _dft_mats(n: int, modes: int, device, dtype=torch.float32):
     """Forward rows (kept frequencies x n) of the DFT along one axis, as cos/sin."""
     k = torch.arange(modes, device=device, dtype=torch.float64)
@@ -117,10 +120,16 @@ class SpectralConv2d(nn.Module):
         if b == 1 and not torch.is_grad_enabled():
             # one image at inference: the per-frequency channel mix as broadcast real
             # products summed over input channels is ~4x faster than the complex einsum
+            # in chunks of output channels: the same sums, 2 MB products cut to a quarter
+            # (docs/decisions.md#fresh-pages)
             Wr, Wi = self._split_weight(mh, mw)            # (cin, cout, 2mh, mw) each
             a, c = yr.unsqueeze(2), yi.unsqueeze(2)        # (1, cin, 1, 2mh, mw)
-            Yr = (a * Wr - c * Wi).sum(1)
-            Yi = (a * Wi + c * Wr).sum(1)
+            Yr = yr.new_empty((1, self.cout, 2 * mh, mw))
+            Yi = yr.new_empty((1, self.cout, 2 * mh, mw))
+            for o in range(0, self.cout, MIX_CHUNK):
+                wr, wi = Wr[:, o:o + MIX_CHUNK], Wi[:, o:o + MIX_CHUNK]
+                torch.sum(a * wr - c * wi, 1, out=Yr[:, o:o + MIX_CHUNK])
+                torch.sum(a * wi + c * wr, 1, out=Yi[:, o:o + MIX_CHUNK])
         else:
             Y = torch.einsum("bixy,ioxy->boxy", torch.complex(yr, yi), self._truncated_weight(mh, mw))
             Yr, Yi = Y.real, Y.imag
@@ -229,12 +238,37 @@ class EdgeNet(nn.Module):
 
 
 def edge_features(z, lv: "Level"):
-    """The edge net's input (B, EDGE_FEATURES, H, W), 0 outside the mask."""
+    """The edge net's input (B, EDGE_FEATURES, H, W), 0 outside the mask.
+
+    Without autograd (inference) the same numbers are written into one tensor with
+    in-place steps: a third of the temporaries, which a new process pays for in page
+    faults (docs/decisions.md#fresh-pages).
+    """
     m = lv.mask
     d, has = one_sided_differences(z, lv)
     r = _add_normals(d, has, lv)
     cmp = torch.tanh(_square_contrast(d))
-    return torch.cat([_asinh(r), _asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
+    if torch.is_grad_enabled():
+        return torch.cat([_asinh(r), _asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
+    out = torch.empty((m.shape[0], EDGE_FEATURES) + tuple(m.shape[2:]), dtype=r.dtype, device=r.device)
+    _asinh_into(r, out[:, 0:4])
+    _asinh_into(r.mul_(20.0), out[:, 4:8])
+    out[:, 8:10] = cmp
+    out[:, 10:13] = lv.normals
+    torch.mul(view_cosine(lv), m, out=out[:, 13:14])
+    out[:, 14:15] = m
+    return out
+
+
+def _asinh_into(x, out):
+    """:func:`_asinh` of ``x`` written into ``out``: the same operations, in place where
+    they can be (no autograd)."""
+    a = x.abs()
+    q = a * a
+    den = q + 1.0
+    den.sqrt_().add_(1.0)
+    q.div_(den).add_(a).log1p_()
+    torch.mul(torch.sign(x), q, out=out)
 
 
 def _asinh(x):
