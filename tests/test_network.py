@@ -35,6 +35,40 @@ def test_spectral_conv_matches_fft_reference(tucker, shape):
     assert torch.allclose(out, ref, atol=1e-5 * ref.abs().max().item())
 
 
+@pytest.mark.parametrize("cout", [4, 12])
+def test_one_image_inference_path_matches_the_reference(cout):
+    """One image without autograd mixes channels in chunks of MIX_CHUNK output channels
+    (docs/decisions.md#fresh-pages): the same layer, whatever the chunk boundaries."""
+    torch.manual_seed(1)
+    layer = SpectralConv2d(5, cout, modes=6, tucker=0.5)
+    x = torch.randn(1, 5, 20, 27)
+    with torch.no_grad():
+        out = layer(x)
+        ref = spectral_conv_reference(x, layer)
+    assert torch.allclose(out, ref, atol=1e-5 * ref.abs().max().item())
+    assert torch.allclose(out, layer(x).detach(), atol=1e-5 * ref.abs().max().item())   # the autograd path
+
+
+def test_inference_edge_features_are_the_autograd_paths_bit_for_bit():
+    """edge_features without autograd (in place, one output tensor) gives exactly the
+    numbers of the autograd path the edge net was trained with."""
+    from fnin_cli.data.synthetic import make_scene
+    from fnin_cli.model.inference import _level_from_input
+    from fnin_cli.model.layers import EDGE_FEATURES, edge_features
+    from fnin_cli.pipeline import build_input
+
+    for seed, ortho in ((3, 0.0), (4, 1.0)):
+        sc = make_scene(seed, 48, 56, ortho_prob=ortho, fold_prob=1.0)
+        lv = _level_from_input(build_input(sc.normals, None, sc.mask, sc.K,
+                                           pixel_size=None if sc.K is not None else 1 / 56), "cpu")
+        z = torch.randn(1, 1, 48, 56) * 0.1 * lv.mask
+        with torch.no_grad():
+            fast = edge_features(z, lv)
+        slow = edge_features(z.requires_grad_(True), lv)
+        assert fast.shape == (1, EDGE_FEATURES, 48, 56)
+        assert torch.equal(fast, slow.detach())
+
+
 def test_spectral_conv_equals_dense_circular_convolution():
     """With weights Hermitian in the DC column, the layer is exactly a circular
     convolution with the spatial kernel k = irfft2(W): compare with a dense sum."""
