@@ -122,7 +122,7 @@ def _square_contrast(d):
 
 def bini_targets(z, lv: Level, k: float = 2.0):
     """BiNI's w_u-, w_v- (B,2,H,W) from the unknown z: sigmoid_k(d+^2 - d-^2) per axis
-    (``solvers.bini_weights`` in torch); w_u+ = 1 - w_u-, w_v+ = 1 - w_v-."""
+    (``solvers.bini.bini_weights`` in torch); w_u+ = 1 - w_u-, w_v+ = 1 - w_v-."""
     d, _ = one_sided_differences(z, lv)
     return torch.sigmoid(k * _square_contrast(d))
 

@@ -148,7 +148,7 @@ edge net that gives Stage II its weights.
   {cfg['stack_prob']:.0%}, fold (self-occluding) scenes {cfg['fold_prob']:.0%}; the same camera,
   noise, outlier and zeroed-patch model as Stage I.{_meshes(card)}{_teacher(cfg)}
 - **Input**: Stage I's unknown z_R at a network cap of {cfg['side']} px, upsampled to full
-  resolution, with the normals (`network.edge_features`). **Output**: BiNI's weights
+  resolution, with the normals (`model.layers.edge_features`). **Output**: BiNI's weights
   w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.
 - **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
   {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.

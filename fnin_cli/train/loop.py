@@ -3,7 +3,7 @@
 Two stages, each its own run: ``stage="network"`` trains Stage I (the FNO pyramid and
 its attention net) with the detail-weighted loss; ``stage="edges"`` freezes a trained
 Stage I (``base``) and trains the full-resolution edge net to give BiNI's weights of the
-true surface (``network.bini_targets``) from the network's z_R, selecting on the
+true surface (``model.geometry.bini_targets``) from the network's z_R, selecting on the
 end-to-end error of one Stage II solve.
 
 Deterministic on CPU for a given seed and thread count: scene ``i`` of step ``s`` is
