@@ -226,7 +226,7 @@ def test_teacher_cache_hit_returns_the_same_arrays(mesh_dir, tmp_path, monkeypat
     cache = tmp_path / "teach"
     args = (5, 32, 0.0, 0.0, str(mesh_dir), 1.0)
     first = feed._scene(*args, teacher_cache=str(cache))
-    t = first[5]
+    t = first[6]
     assert t.shape == (2, 32, 32) and t.dtype == np.float32 and 0 <= t.min() and t.max() <= 1
     assert [p.name for p in cache.iterdir()] == [feed.teacher_path(cache, *args).name]   # no temp files left
 
@@ -239,6 +239,7 @@ def test_teacher_cache_hit_returns_the_same_arrays(mesh_dir, tmp_path, monkeypat
         np.testing.assert_array_equal(x, y)
     lv, z, teacher = feed.collate([first, again])
     assert teacher.shape == (2, 2, 32, 32)
+    assert lv.objects.shape == (2, 1, 32, 32) and bool((lv.objects[lv.mask > 0] >= 0).all())
 
 
 def test_train_with_meshes_and_the_bini_teacher(mesh_dir, tmp_path):

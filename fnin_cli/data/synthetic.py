@@ -262,6 +262,10 @@ def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float 
     return Scene(noisy.astype(np.float32), inp_mask, depth, K, clean)
 
 
+# objects smaller than this are not scored on their own in training (as benchmarks/default_rounds.object_error)
+MIN_OBJECT_PIXELS = 200
+
+
 def relative_error(z: np.ndarray, gt: np.ndarray) -> float:
     """Mean |z - gt| over the mean spread of gt, both with their means removed: the
     synthetic validation metric (a constant depth scores 1.0)."""
@@ -269,10 +273,31 @@ def relative_error(z: np.ndarray, gt: np.ndarray) -> float:
     return float(np.mean(np.abs(zc - gc)) / max(np.mean(np.abs(gc)), 1e-12))
 
 
+def object_groups(objects: np.ndarray | None, min_pixels: int = MIN_OBJECT_PIXELS) -> list:
+    """Index arrays of the objects a scene is scored on, given its object id per masked
+    pixel (None: one object): the objects of at least ``min_pixels`` pixels, or all pixels
+    as one group where none is that large."""
+    if objects is None:
+        return [slice(None)]
+    ids, counts = np.unique(objects[objects >= 0], return_counts=True)
+    groups = [np.flatnonzero(objects == o) for o, c in zip(ids, counts) if c >= min_pixels]
+    return groups or [np.arange(objects.size)]
+
+
+def object_relative_error(z: np.ndarray, gt: np.ndarray, objects: np.ndarray | None = None) -> float:
+    """:func:`relative_error` per object (``objects``: id per pixel), averaged over the
+    objects of :func:`object_groups`: separate objects' offsets are unknowable from
+    normals, so each is aligned on its own (as ``fnin bench meshes`` scores them)."""
+    return float(np.mean([relative_error(z[g], gt[g]) for g in object_groups(objects)]))
+
+
 def scene_arrays(scene: Scene):
-    """Arrays for a training batch: normals (3,H,W) with 0 outside, mask, unknown, K, pixel."""
+    """Arrays for a training batch: normals (3,H,W) with 0 outside, mask, unknown, K, pixel,
+    object ids (-1 outside the mask; one object for procedural scenes)."""
     m = scene.mask
     n = np.where(m[..., None], scene.normals, 0.0).transpose(2, 0, 1).astype(np.float32)
     z = np.where(m, scene.unknown, 0.0).astype(np.float32)
     K = scene.K if scene.K is not None else np.zeros((3, 3))
-    return n, m.astype(np.float32), z, K.astype(np.float32), np.float32(1.0)
+    ids = getattr(scene, "object_id", None)
+    objects = np.where(m, 0 if ids is None else ids, -1).astype(np.int32)
+    return n, m.astype(np.float32), z, K.astype(np.float32), np.float32(1.0), objects

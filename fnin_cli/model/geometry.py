@@ -45,6 +45,7 @@ class Level:
     mask: torch.Tensor      # (B,1,H,W) float {0,1}
     K: torch.Tensor         # (B,3,3); fx = 0 marks orthographic
     pixel: torch.Tensor     # (B,) orthographic pixel size in unknown units
+    objects: torch.Tensor | None = None   # (B,1,H,W) int object ids (-1 outside; training); None: one object
 
 
 def residual_coeffs(lv: Level):

@@ -119,16 +119,18 @@ def teacher_dir(cfg: "TrainConfig"):
 
 
 def collate(arrs, device="cpu"):
-    """Stack :func:`synthetic.scene_arrays` outputs into (Level, true unknown) on ``device``,
-    plus the teacher's weights (B, 2, H, W) where the scenes carry them."""
+    """Stack :func:`synthetic.scene_arrays` outputs into (Level, true unknown) on ``device``
+    (the Level carrying the object ids), plus the teacher's weights (B, 2, H, W) where the
+    scenes carry them."""
     n = torch.from_numpy(np.stack([a[0] for a in arrs]))
     m = torch.from_numpy(np.stack([a[1] for a in arrs]))[:, None]
     z = torch.from_numpy(np.stack([a[2] for a in arrs]))[:, None]
     K = torch.from_numpy(np.stack([a[3] for a in arrs]))
     pix = torch.from_numpy(np.stack([a[4] for a in arrs]))
-    lv = Level(n.to(device), m.to(device), K.to(device), pix.to(device))
-    if len(arrs[0]) > 5:
-        return lv, z.to(device), torch.from_numpy(np.stack([a[5] for a in arrs])).to(device)
+    objects = torch.from_numpy(np.stack([a[5] for a in arrs]))[:, None]
+    lv = Level(n.to(device), m.to(device), K.to(device), pix.to(device), objects.to(device))
+    if len(arrs[0]) > 6:
+        return lv, z.to(device), torch.from_numpy(np.stack([a[6] for a in arrs])).to(device)
     return lv, z.to(device)
 
 

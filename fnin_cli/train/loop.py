@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..data.synthetic import make_scene, relative_error
+from ..data.synthetic import make_scene, object_relative_error
 from ..model.fnin_net import count_parameters
 from ..model.geometry import masked_mean
 from ..pipeline import build_input, integrate
@@ -54,15 +54,16 @@ def validation_scenes(cfg: "TrainConfig", offset: int = 0):
 @torch.no_grad()
 def validate_edges(model, cfg: "TrainConfig") -> float:
     """End-to-end relative error of ``fnin`` (a Stage II solve with the edge net's
-    weights) on the fixed validation scenes, as
-    :func:`synthetic.relative_error`."""
+    weights) on the fixed validation scenes, as :func:`synthetic.relative_error`, each
+    object of a mesh scene aligned on its own (:func:`synthetic.object_relative_error`)."""
     model.eval()
     errs = []
     for sc in validation_scenes(cfg):
         inp = build_input(sc.normals, None, sc.mask, sc.K)
         # Stage II by AMG on the CPU wherever the network trains (as inference on a CPU)
         z = integrate(inp, "fnin", model=model, network_side=cfg.side, solver="amg", refine=0).z
-        errs.append(relative_error(z[inp.mask], sc.unknown[inp.mask]))
+        ids = getattr(sc, "object_id", None)
+        errs.append(object_relative_error(z[inp.mask], sc.unknown[inp.mask], None if ids is None else ids[inp.mask]))
     model.train()
     return float(np.mean(errs))
 

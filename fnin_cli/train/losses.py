@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from ..camera import Camera
+from ..data.synthetic import object_groups
 from ..model.geometry import Level, backproject_t, bini_targets, masked_mean, point_normals
 from ..pipeline import classic_lambda
 from ..solvers.bini import bini_layout
@@ -103,6 +104,11 @@ def _scene_numpy(lv, b: int) -> tuple:
             lv.K[b].cpu().numpy(), float(lv.pixel[b]))
 
 
+def _scene_objects(lv, b: int):
+    """Scene ``b``'s object id image as numpy (None: one object)."""
+    return None if lv.objects is None else lv.objects[b, 0].cpu().numpy()
+
+
 def _numpy_system(normals, mask, K, pixel):
     """The scene's NormalSystem and its classic prior weight lam."""
     K = K.astype(np.float64)
@@ -126,7 +132,7 @@ def _solve_error(logits, lv, z_r, z_gt, workers: int = 0):
     batch = w_np.shape[0]
     zr_np = z_r.detach().cpu().numpy()
     zgt_np = z_gt.detach().cpu().numpy()
-    jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0]) for b in range(batch)]
+    jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0], _scene_objects(lv, b)) for b in range(batch)]
     if workers > 0:
         results = list(solve_pool(workers).map(_scene_solve_error, *zip(*jobs)))
     else:
@@ -138,10 +144,12 @@ def _solve_error(logits, lv, z_r, z_gt, workers: int = 0):
     return surrogate - surrogate.detach() + float(np.mean([loss for loss, _ in results]))
 
 
-def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img):
+def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=None):
     """One scene of :func:`_solve_error` (numpy in, numpy out, so a worker process can run
     it): its relative error with the weights ``w`` (2 x H x W: w_u-, w_v-) and that error's
-    gradient with respect to them."""
+    gradient with respect to them. With an object id image, each object is aligned on its
+    own (:func:`synthetic.object_relative_error`): the offsets between objects are not
+    the edge net's to learn (docs/studies/object-aligned-edge-net.md)."""
     system, lam = _numpy_system(normals, mask, K, pixel)
     m = system.mask
     zr = zr_img.astype(np.float64)[m]
@@ -151,16 +159,20 @@ def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img):
     M = amg_preconditioner(A)
     z, _, _ = pcg(A, rhs + lam * zr, zr, M, rtol=1e-6, ref_norm=float(np.sqrt(rhs @ rhs)))
     gt = zgt_img.astype(np.float64)[m]
-    err = (z - z.mean()) - (gt - gt.mean())
-    spread = max(float(np.mean(np.abs(gt - gt.mean()))), 1e-12)
-    sgn = np.sign(err)
-    dz = (sgn - sgn.mean()) / (err.size * spread)
+    groups = object_groups(None if objects_img is None else objects_img[m])
+    loss, dz = 0.0, np.zeros_like(z)
+    for g in groups:
+        err = (z[g] - z[g].mean()) - (gt[g] - gt[g].mean())
+        spread = max(float(np.mean(np.abs(gt[g] - gt[g].mean()))), 1e-12)
+        sgn = np.sign(err)
+        loss += float(np.mean(np.abs(err))) / spread / len(groups)
+        dz[g] = (sgn - sgn.mean()) / (err.size * spread * len(groups))
     adj, _, _ = pcg(A, dz, np.zeros_like(dz), M, rtol=1e-6)
     g = system.weight_gradients(z, adj)
     grad = np.zeros_like(w)
     grad[0][m] = g["u-"] - g["u+"]      # w_u+ = 1 - w_u-
     grad[1][m] = g["v-"] - g["v+"]
-    return float(np.mean(np.abs(err))) / spread, grad
+    return loss, grad
 
 
 _SOLVE_POOLS: dict = {}
