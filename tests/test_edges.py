@@ -268,6 +268,61 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
         build_model(TrainConfig(stage="edges", base=str(base), edge_objective="mse", net=NetConfig(edge_width=4)))
 
 
+def _two_object_scene():
+    """A fold scene whose mask is split into two 'objects' (left and right halves), as
+    numpy inputs of the solve objective, with weights and a z_R."""
+    from fnin_cli.data.synthetic import scene_arrays
+
+    n, m, z, K, pix, objects = scene_arrays(make_scene(621, 40, 48, fold_prob=1.0))
+    mask = m > 0
+    objects = np.where(mask, (np.arange(48)[None, :] >= 24).astype(np.int32), -1)
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0.1, 0.9, (2,) + mask.shape) * mask
+    zr = (z + 0.05 * rng.standard_normal(z.shape)) * mask
+    return (n.transpose(1, 2, 0), mask, K, float(pix)), w, zr, z, objects
+
+
+def test_solve_objective_aligns_each_object_on_its_own():
+    """With object ids the solve objective is the mean over objects of each object's
+    relative error (its own mean removed): an offset of one object's true depth changes
+    nothing, whereas the whole-scene error changes; its gradient is the derivative of that
+    loss (finite differences); one object is the whole-scene objective, bit for bit."""
+    from fnin_cli.train.losses import _scene_solve_error
+
+    args, w, zr, z, objects = _two_object_scene()
+    mask = args[1]
+    loss, grad = _scene_solve_error(*args, w, zr, z, objects)
+    whole, _ = _scene_solve_error(*args, w, zr, z, None)
+    moved = z + 0.3 * (objects == 1)
+    assert _scene_solve_error(*args, w, zr, moved, objects)[0] == pytest.approx(loss, rel=1e-9)
+    assert abs(_scene_solve_error(*args, w, zr, moved, None)[0] - whole) > 0.01
+    rng = np.random.default_rng(1)
+    for r, c in np.argwhere(mask)[rng.choice(int(mask.sum()), 4, replace=False)]:
+        for ch in (0, 1):
+            wp, wm = w.copy(), w.copy()
+            wp[ch, r, c] += 1e-5
+            wm[ch, r, c] -= 1e-5
+            fd = (_scene_solve_error(*args, wp, zr, z, objects)[0] - _scene_solve_error(*args, wm, zr, z, objects)[0]) / 2e-5
+            assert fd == pytest.approx(grad[ch, r, c], rel=1e-2, abs=1e-7)   # PCG to 1e-6: FD noise ~1e-8
+    one = np.where(mask, 0, -1)
+    assert _scene_solve_error(*args, w, zr, z, one)[0] == whole
+    assert np.array_equal(_scene_solve_error(*args, w, zr, z, one)[1], _scene_solve_error(*args, w, zr, z, None)[1])
+
+
+def test_object_relative_error_scores_objects_apart_and_skips_tiny_ones():
+    from fnin_cli.data.synthetic import MIN_OBJECT_PIXELS, object_relative_error, relative_error
+
+    rng = np.random.default_rng(2)
+    gt = rng.standard_normal(3 * MIN_OBJECT_PIXELS + 5)
+    objects = np.repeat([0, 1, 2, 3], [MIN_OBJECT_PIXELS] * 3 + [5])   # a 5-pixel object: not scored on its own
+    z = gt + np.where(objects == 1, 7.0, 0.0) + 0.1 * rng.standard_normal(gt.size)
+    per = [relative_error(z[objects == o], gt[objects == o]) for o in (0, 1, 2)]
+    assert object_relative_error(z, gt, objects) == pytest.approx(np.mean(per), rel=1e-12)
+    assert object_relative_error(z, gt, objects) < 0.2 < relative_error(z, gt)
+    assert object_relative_error(z, gt, None) == relative_error(z, gt)
+    assert object_relative_error(z[:50], gt[:50], objects[:50]) == relative_error(z[:50], gt[:50])   # none large enough
+
+
 def test_solve_objective_in_worker_processes_gives_the_same_numbers(tmp_path):
     """solve_workers > 0 runs the per-scene solves in spawned processes: the loss and its
     gradient must be bit for bit those of the in-loop solves (training stays deterministic)."""
