@@ -18,6 +18,7 @@ from .geometry import _add_normals, _square_contrast, minmax_in_mask, one_sided_
 # output channels per step of the spectral layer's channel mix at inference (docs/decisions.md#fresh-pages)
 MIX_CHUNK = 8
 
+
 def _dft_mats(n: int, modes: int, device, dtype=torch.float32):
     """Forward rows (kept frequencies x n) of the DFT along one axis, as cos/sin."""
     k = torch.arange(modes, device=device, dtype=torch.float64)
