@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..resources import limit_threads
 
@@ -100,6 +99,7 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
     >>> bool(res <= 1e-8), it < 20
     (True, True)
     """
+    import scipy.sparse as sp   # here, not at import: `fnin --help` need not load scipy
     from pyamg.aggregation import fit_candidates, standard_aggregation
     from pyamg.strength import symmetric_strength_of_connection
 
@@ -152,6 +152,7 @@ class Hierarchy:
     """
 
     def __init__(self, levels, lu=None):
+        import scipy.sparse as sp
         from pyamg import amg_core
         from scipy.sparse.linalg import splu
 
@@ -210,6 +211,8 @@ class Hierarchy:
 
 def _galerkin(R, A, P):
     """R A P in CSR with sorted indices."""
+    import scipy.sparse as sp
+
     Ac = sp.csr_matrix(R @ (A @ P))
     Ac.sort_indices()
     return Ac

@@ -14,12 +14,15 @@ only refills the matrix values. See docs/methods.md.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..camera import Camera
 from .linear import SolveInfo, _dot, solve_spd
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 DIRECTIONS = ("u+", "u-", "v+", "v-")
 
@@ -97,6 +100,8 @@ class NormalSystem:
 
     def _csr_pattern(self):
         if self._pattern is None:
+            import scipy.sparse as sp   # here, not at import: `fnin --help` need not load scipy
+
             n = self.n
             rows = np.concatenate([self.hp, self.hq, self.vp, self.vq, np.arange(n)])
             cols = np.concatenate([self.hq, self.hp, self.vq, self.vp, np.arange(n)])
@@ -119,6 +124,8 @@ class NormalSystem:
         )
         vals = np.concatenate([-ch, -ch, -cv, -cv, diag])
         indptr, indices, perm = self._csr_pattern()
+        import scipy.sparse as sp
+
         return sp.csr_matrix((vals[perm], indices, indptr), shape=(self.n, self.n))
 
     def rhs(self, weights: dict | None, lam: float, z_prior=None) -> np.ndarray:
