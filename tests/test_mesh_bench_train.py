@@ -270,7 +270,7 @@ def test_train_with_meshes_and_the_bini_teacher(mesh_dir, tmp_path):
     assert len(list((tmp_path / "teach").glob("*.npy"))) == 2 * 2     # batch x steps, one per scene
     md = (out2.parent / "MODEL_CARD.md").read_text()
     assert "Teacher" in md and str(tmp_path / "teach") in md and "boot, hand" in md
-    assert "fixed synthetic scenes and 1 scenes rendered from the validation meshes" in md
+    assert "fixed synthetic scenes and 1 scenes rendered from the validation meshes (each object aligned on its own)" in md
 
 
 def test_train_meshes_folder_errors_are_one_line(tmp_path):

@@ -102,15 +102,17 @@ def _selection(card: dict, solves: str) -> str:
 
 def _val_meshes(cfg: dict) -> str:
     n = cfg.get("val_mesh_scenes", 0)
-    return f" and {n} scenes rendered from the validation meshes" if n else ""
+    return f" and {n} scenes rendered from the validation meshes (each object aligned on its own)" if n else ""
 
 
 def _objective(cfg: dict) -> str:
     if cfg.get("edge_objective", "bce") == "solve":
         anchor = (f", plus {cfg['solve_bce']} x the cross-entropy to BiNI's weights of the true unknown"
                   if cfg.get("solve_bce") else "")
+        objects = (", each object of a mesh scene aligned on its own"
+                   if cfg.get("meshes") and cfg.get("mesh_prob", 0) > 0 else "")
         return ("the relative error of Stage II's solution with these weights (sharpened as at "
-                f"inference), differentiated through the solve (`train.solve_loss`){anchor}")
+                f"inference){objects}, differentiated through the solve (`train.solve_loss`){anchor}")
     if cfg.get("edge_target", "true") == "bini":
         return (f"the teacher's weights (BiNI converged on the scene's normals) as targets, binary "
                 f"cross-entropy weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
