@@ -229,7 +229,7 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         "steps": len(log["loss"]),
         "wall_seconds": round(log["seconds"], 1),
         "machine": _machine(cfg),
-        "data": "synthetic scenes from fnin_cli.synthetic.make_scene (seeded, generated on the fly)"
+        "data": "synthetic scenes from fnin_cli.data.synthetic.make_scene (seeded, generated on the fly)"
                 + (f" and real-mesh scenes from {cfg.meshes}" if cfg.meshes and cfg.mesh_prob > 0 else ""),
         "selected_step": best_step,
         "val_rel_error": best_val,
