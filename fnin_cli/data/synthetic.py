@@ -280,8 +280,7 @@ def object_groups(objects: np.ndarray | None, min_pixels: int = MIN_OBJECT_PIXEL
     if objects is None:
         return [slice(None)]
     ids, counts = np.unique(objects[objects >= 0], return_counts=True)
-    groups = [np.flatnonzero(objects == o) for o, c in zip(ids, counts) if c >= min_pixels]
-    return groups or [np.arange(objects.size)]
+    return [np.flatnonzero(objects == o) for o, c in zip(ids, counts) if c >= min_pixels] or [slice(None)]
 
 
 def object_relative_error(z: np.ndarray, gt: np.ndarray, objects: np.ndarray | None = None) -> float:
