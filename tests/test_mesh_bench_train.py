@@ -230,7 +230,7 @@ def test_teacher_cache_hit_returns_the_same_arrays(mesh_dir, tmp_path, monkeypat
     assert t.shape == (2, 32, 32) and t.dtype == np.float32 and 0 <= t.min() and t.max() <= 1
     assert [p.name for p in cache.iterdir()] == [feed.teacher_path(cache, *args).name]   # no temp files left
 
-    def boom(_):
+    def boom(*_):
         raise AssertionError("teacher recomputed despite the cache")
 
     monkeypatch.setattr(feed, "teacher_weights", boom)
@@ -271,6 +271,79 @@ def test_train_with_meshes_and_the_bini_teacher(mesh_dir, tmp_path):
     md = (out2.parent / "MODEL_CARD.md").read_text()
     assert "Teacher" in md and str(tmp_path / "teach") in md and "boot, hand" in md
     assert "fixed synthetic scenes and 1 scenes rendered from the validation meshes (each object aligned on its own)" in md
+
+
+def test_rounds_teacher_is_binis_weights_at_the_end_of_fnin_and_its_rounds(mesh_dir, tmp_path):
+    """edge_target "rounds": the teacher is BiNI's weights of what `--refine N` reaches
+    from FNIN with the run's starting weights, cached under a key of its own."""
+    from fnin_cli.pipeline import build_input
+    from fnin_cli.solvers.bini import bini_weights
+    from fnin_cli.solvers.system import NormalSystem
+
+    sc = feed.scene_for(5, 48, 0.0, 0.0, str(mesh_dir), 1.0)
+    t = feed.teacher_weights(sc, 3, str(DEFAULT_WEIGHTS))
+    inp = build_input(sc.normals, None, sc.mask, sc.K)
+    r = integrate(inp, "fnin", refine=3)
+    w = bini_weights(NormalSystem(inp.normals, inp.mask, inp.camera), r.z[inp.mask])
+    np.testing.assert_allclose(t[0][inp.mask], w["u-"], atol=1e-6)
+    np.testing.assert_allclose(t[1][inp.mask], w["v-"], atol=1e-6)
+    assert not t[:, ~inp.mask].any()
+    assert np.abs(t - feed.teacher_weights(sc)).max() > 0.5            # not the bini teacher
+    assert np.abs(t - feed.teacher_weights(sc, 1, str(DEFAULT_WEIGHTS))).max() > 1e-3   # rounds matter
+    args = ("c", 5, 48, 0.0, 0.0, str(mesh_dir), 1.0)
+    keys = {feed.teacher_path(*args), feed.teacher_path(*args, 3, str(DEFAULT_WEIGHTS)),
+            feed.teacher_path(*args, 4, str(DEFAULT_WEIGHTS))}
+    other = tmp_path / "other.safetensors"
+    other.write_bytes(Path(DEFAULT_WEIGHTS).read_bytes() + b"\0")
+    keys.add(feed.teacher_path(*args, 3, str(other)))                   # other weights, other teacher
+    assert len(keys) == 4
+    cfg = _tiny(stage="edges", edge_target="rounds", teacher_rounds=3, base="b.safetensors", init_edges="e.safetensors")
+    assert feed.teacher_args(cfg) == ("runs/teacher_cache", 3, "e.safetensors")
+    assert feed.teacher_args(_tiny(stage="edges", edge_target="bini"))[1:] == (0, "")
+    assert feed.teacher_args(_tiny(stage="edges"))[0] is None
+
+
+def test_solve_objectives_anchor_follows_the_teacher():
+    """With a teacher, the solve objective's cross-entropy anchor pulls towards the
+    teacher's weights (before: always BiNI's weights of the true unknown)."""
+    import torch
+
+    from fnin_cli.model.weights import load_model
+    from fnin_cli.train.losses import _bce_to_bini, _edge_logits, step_loss
+
+    sc = feed.scene_for(11, 32, 0.0, 0.0)
+    lv, z = feed.collate([feed.scene_arrays(sc)])
+    model = load_model(DEFAULT_WEIGHTS, device="cpu")
+    cfg = _tiny(stage="edges", edge_objective="solve", solve_bce=1.0)
+    teacher = torch.full((1, 2, 32, 32), 0.5)
+    with torch.no_grad():
+        plain = float(step_loss(model, lv, z, cfg))
+        taught = float(step_loss(model, lv, z, cfg, teacher))
+        _, logits = _edge_logits(model, lv, cfg)
+        gap = float(_bce_to_bini(logits, lv, z, cfg, teacher) - _bce_to_bini(logits, lv, z, cfg))
+    assert abs(gap) > 1e-3
+    assert taught - plain == pytest.approx(gap, rel=1e-5)
+
+
+def test_train_through_the_solve_anchored_to_the_rounds_teacher(mesh_dir, tmp_path):
+    cfg = tmp_path / "c.json"
+    edges = dict(_tiny(stage="edges", edge_objective="solve", solve_bce=1.0, edge_target="rounds", teacher_rounds=2,
+                       teacher_cache=str(tmp_path / "teach"), mesh_prob=0.5).to_dict())
+    edges["net"] = {"edge_width": 4, "edge_dilations": [1, 2, 1]}     # fresh edges: the teacher runs --base
+    cfg.write_text(json.dumps(edges))
+    out = tmp_path / "e" / "fnin.safetensors"
+    out.parent.mkdir()
+    p = invoke(["train", "--config", cfg, "--meshes", mesh_dir, "--base", DEFAULT_WEIGHTS,
+                "--run-dir", tmp_path / "run", "--out", out])
+    assert p.exit_code == 0, p.stderr
+    assert len(list((tmp_path / "teach").glob("*.npy"))) == 2 * 2
+    md = " ".join((out.parent / "MODEL_CARD.md").read_text().split())
+    assert f"FNIN with `{DEFAULT_WEIGHTS}` followed by 2 BiNI rounds" in md
+    assert "plus 1.0 x the cross-entropy to the teacher's weights" in md
+    cfg.write_text(json.dumps(dict(edges, teacher_rounds=0)))
+    p = invoke(["train", "--config", cfg, "--meshes", mesh_dir, "--base", DEFAULT_WEIGHTS,
+                "--run-dir", tmp_path / "run0"])
+    assert p.exit_code == 2 and "teacher_rounds 0" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
 def test_train_meshes_folder_errors_are_one_line(tmp_path):

@@ -99,8 +99,10 @@ def check_config(cfg: TrainConfig) -> None:
             raise ValueError(str(exc)) from None
     if not 0.0 <= cfg.mesh_prob <= 1.0:
         raise ValueError(f"mesh_prob {cfg.mesh_prob}: use a share between 0 and 1")
-    if cfg.edge_target not in ("true", "bini"):
-        raise ValueError(f"edge_target '{cfg.edge_target}': use true or bini")
+    if cfg.edge_target not in ("true", "bini", "rounds"):
+        raise ValueError(f"edge_target '{cfg.edge_target}': use true, bini or rounds")
+    if cfg.edge_target == "rounds" and cfg.teacher_rounds < 1:
+        raise ValueError(f"teacher_rounds {cfg.teacher_rounds}: the rounds teacher needs at least one round")
     if cfg.meshes:
         check_meshes(cfg.meshes)
     if cfg.device not in ("cpu", "cuda") and not cfg.device.startswith("cuda:"):

@@ -66,11 +66,17 @@ def _meshes(card: dict) -> str:
 
 
 def _teacher(cfg: dict) -> str:
-    if cfg.get("stage") != "edges" or cfg.get("edge_target", "true") != "bini":
+    target = cfg.get("edge_target", "true")
+    if cfg.get("stage") != "edges" or target not in ("bini", "rounds"):
         return ""
+    cache = cfg.get('teacher_cache') or 'runs/teacher_cache'
+    if target == "rounds":
+        start = cfg.get("init_edges") or cfg.get("base")
+        return (f"\n- **Teacher**: BiNI's weights (k = 2) at the end of FNIN with `{start}` followed by "
+                f"{cfg.get('teacher_rounds', 16)} BiNI rounds on each training scene's normals "
+                f"(`train.feed.teacher_weights`), cached in `{cache}`.")
     return (f"\n- **Teacher**: the weights the project's `bini` (k = 2, from z = 0) converges to on each "
-            f"training scene's normals (`train.feed.teacher_weights`), cached in "
-            f"`{cfg.get('teacher_cache') or 'runs/teacher_cache'}`.")
+            f"training scene's normals (`train.feed.teacher_weights`), cached in `{cache}`.")
 
 
 def _init(cfg: dict) -> str:
@@ -107,15 +113,16 @@ def _val_meshes(cfg: dict) -> str:
 
 def _objective(cfg: dict) -> str:
     if cfg.get("edge_objective", "bce") == "solve":
-        anchor = (f", plus {cfg['solve_bce']} x the cross-entropy to BiNI's weights of the true unknown"
-                  if cfg.get("solve_bce") else "")
+        targets = ("the teacher's weights" if cfg.get("edge_target", "true") in ("bini", "rounds")
+                   else "BiNI's weights of the true unknown")
+        anchor = f", plus {cfg['solve_bce']} x the cross-entropy to {targets}" if cfg.get("solve_bce") else ""
         objects = (", each object of a mesh scene aligned on its own"
                    if cfg.get("meshes") and cfg.get("mesh_prob", 0) > 0 else "")
         return ("the relative error of Stage II's solution with these weights (sharpened as at "
                 f"inference){objects}, differentiated through the solve (`train.solve_loss`){anchor}")
-    if cfg.get("edge_target", "true") == "bini":
-        return (f"the teacher's weights (BiNI converged on the scene's normals) as targets, binary "
-                f"cross-entropy weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
+    if cfg.get("edge_target", "true") in ("bini", "rounds"):
+        return (f"the teacher's weights as targets, binary cross-entropy weighted by "
+                f"1 + {cfg['edge_alpha']} |2t - 1|")
     return (f"BiNI's weights of the *true* unknown (k = 2) as targets, binary cross-entropy "
             f"weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
 

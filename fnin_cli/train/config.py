@@ -52,9 +52,12 @@ class TrainConfig:
                                       # BiNI's weights where the solve's error says little)
     meshes: str = ""                  # a folder of meshes: its training split is rendered into scenes
     mesh_prob: float = 0.0            # share of scenes rendered from ``meshes`` (the rest procedural)
-    edge_target: str = "true"         # edges, "bce": "true" (BiNI's weights of the true unknown) or
-                                      # "bini" (the weights BiNI converges to on the scene's normals)
-    teacher_cache: str = ""           # edges, "bini": folder caching each scene's teacher weights
+    edge_target: str = "true"         # edges, the cross-entropy's targets: "true" (BiNI's weights of the
+                                      # true unknown), "bini" (the weights BiNI converges to on the
+                                      # scene's normals) or "rounds" (BiNI's weights at the end of FNIN
+                                      # from the run's start and ``teacher_rounds`` BiNI rounds)
+    teacher_rounds: int = 16          # edges, "rounds": how many BiNI rounds follow FNIN in the teacher
+    teacher_cache: str = ""           # edges, "bini"/"rounds": folder caching each scene's teacher weights
     val_mesh_scenes: int = 0          # edges: validation scenes rendered from the validation meshes
     net: NetConfig = field(default_factory=NetConfig)
 

@@ -2,8 +2,9 @@
 in worker processes. Scene ``i`` of step ``s`` is ``scene_for(seed * 1_000_003 + s * batch + i)``:
 rendered from the training split of ``cfg.meshes`` with probability ``mesh_prob`` (decided
 by the seed), else procedural (``make_scene``). With an edge-net teacher (``edge_target``
-"bini"), each scene also carries the weights the project's ``bini`` converges to on its
-normals, cached per scene in ``teacher_cache``.
+"bini" or "rounds"), each scene also carries the teacher's weights, cached per scene in
+``teacher_cache``: those the project's ``bini`` converges to on its normals, or those at
+the end of FNIN (the run's starting weights) and ``teacher_rounds`` BiNI rounds.
 """
 
 from __future__ import annotations
@@ -49,24 +50,40 @@ def scene_for(seed, res, stack_prob=0.0, fold_prob=0.0, meshes="", mesh_prob=0.0
     return make_scene(int(seed), res, stack_prob=stack_prob, fold_prob=fold_prob)
 
 
-def teacher_weights(scene) -> np.ndarray:
-    """BiNI's converged w_u-, w_v- on the scene's (noisy) normals, as a (2, H, W) image
-    (0 outside the mask): the project's own ``bini`` from its usual start."""
+def teacher_weights(scene, rounds: int = 0, model: str = "") -> np.ndarray:
+    """The teacher's w_u-, w_v- on the scene's (noisy) normals, as a (2, H, W) image (0
+    outside the mask). ``rounds`` 0: the weights the project's own ``bini`` converges to
+    from its usual start. Otherwise: BiNI's weights (k = 2) of the unknown that FNIN with
+    the weights file ``model`` followed by exactly ``rounds`` BiNI rounds reaches (what
+    ``fnin integrate --refine rounds`` computes)."""
     from ..camera import Camera
-    from ..pipeline import classic_lambda
-    from ..solvers.bini import integrate_bini
+    from ..model.weights import load_model   # cached per process
+    from ..pipeline import build_input, classic_lambda, integrate
+    from ..solvers.bini import bini_weights, integrate_bini
     from ..solvers.system import NormalSystem
 
-    cam = Camera(scene.K, 1.0)
-    system = NormalSystem(scene.normals, scene.mask, cam)
-    r = integrate_bini(system, lam=classic_lambda(cam, scene.mask.shape))
     out = np.zeros((2,) + scene.mask.shape, np.float32)
-    out[0][scene.mask] = r.weights["u-"]
-    out[1][scene.mask] = r.weights["v-"]
+    if rounds:
+        inp = build_input(scene.normals, None, scene.mask, scene.K)   # may drop isolated pixels
+        r = integrate(inp, "fnin", refine=rounds, device="cpu", model=load_model(model, device="cpu"))
+        mask, weights = inp.mask, bini_weights(NormalSystem(inp.normals, inp.mask, inp.camera), r.z[inp.mask])
+    else:
+        cam = Camera(scene.K, 1.0)
+        mask = scene.mask
+        weights = integrate_bini(NormalSystem(scene.normals, mask, cam), lam=classic_lambda(cam, mask.shape)).weights
+    out[0][mask] = weights["u-"]
+    out[1][mask] = weights["v-"]
     return out
 
 
-_FOLDER_KEYS = {}
+_FOLDER_KEYS, _FILE_KEYS = {}, {}
+
+
+def file_key(path: str) -> str:
+    """A digest of a file's bytes, once per process (a teacher made with other weights is another teacher)."""
+    if path not in _FILE_KEYS:
+        _FILE_KEYS[path] = hashlib.sha1(Path(path).read_bytes()).hexdigest()[:12]
+    return _FILE_KEYS[path]
 
 
 def mesh_folder_key(meshes: str) -> str:
@@ -80,22 +97,28 @@ def mesh_folder_key(meshes: str) -> str:
     return _FOLDER_KEYS[meshes]
 
 
-def teacher_path(teacher_cache, seed, res, stack_prob=0.0, fold_prob=0.0, meshes="", mesh_prob=0.0) -> Path:
-    """The cache file of scene ``seed``'s teacher weights."""
+def teacher_path(teacher_cache, seed, res, stack_prob=0.0, fold_prob=0.0, meshes="", mesh_prob=0.0,
+                 rounds: int = 0, model: str = "") -> Path:
+    """The cache file of scene ``seed``'s teacher weights (``rounds``, ``model``: the
+    rounds teacher's, see :func:`teacher_weights`)."""
     key = f"{int(seed)}_{res}_{stack_prob}_{fold_prob}_{mesh_prob}_{mesh_folder_key(meshes)}"
+    if rounds:
+        key += f"_rounds{int(rounds)}_{file_key(model)}"
     return Path(teacher_cache) / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.npy"
 
 
-def _scene(seed, res, stack_prob, fold_prob=0.0, meshes="", mesh_prob=0.0, teacher_cache=None):
+def _scene(seed, res, stack_prob, fold_prob=0.0, meshes="", mesh_prob=0.0, teacher_cache=None,
+           teacher_rounds: int = 0, teacher_model: str = ""):
     sc = scene_for(seed, res, stack_prob, fold_prob, meshes, mesh_prob)
     arrs = scene_arrays(sc)
     if teacher_cache is None:
         return arrs
-    path = teacher_path(teacher_cache, seed, res, stack_prob, fold_prob, meshes, mesh_prob)
+    path = teacher_path(teacher_cache, seed, res, stack_prob, fold_prob, meshes, mesh_prob, teacher_rounds,
+                        teacher_model)
     if path.exists():
         t = np.load(path)
     else:
-        t = teacher_weights(sc)
+        t = teacher_weights(sc, teacher_rounds, teacher_model)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")   # atomic: write, then rename
         np.save(tmp, t)
@@ -104,18 +127,32 @@ def _scene(seed, res, stack_prob, fold_prob=0.0, meshes="", mesh_prob=0.0, teach
 
 
 def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", fold_prob: float = 0.0, meshes="",
-               mesh_prob=0.0, teacher_cache=None):
+               mesh_prob=0.0, teacher_cache=None, teacher_rounds: int = 0, teacher_model: str = ""):
     """The scenes of ``seeds`` as one network input level and the true unknown (and the
     teacher's weights with ``teacher_cache``)."""
-    return collate([_scene(s, res, stack_prob, fold_prob, meshes, mesh_prob, teacher_cache) for s in seeds],
-                   device)
+    return collate([_scene(s, res, stack_prob, fold_prob, meshes, mesh_prob, teacher_cache, teacher_rounds,
+                           teacher_model) for s in seeds], device)
 
 
 def teacher_dir(cfg: "TrainConfig"):
     """Where teacher weights are cached (None: the run has no teacher)."""
-    if cfg.stage != "edges" or cfg.edge_target != "bini":
+    if cfg.stage != "edges" or cfg.edge_target not in ("bini", "rounds"):
         return None
     return cfg.teacher_cache or DEFAULT_TEACHER_CACHE
+
+
+def teacher_args(cfg: "TrainConfig") -> tuple:
+    """(cache folder, rounds, weights file) of the run's teacher for :func:`_scene`
+    (cache None: no teacher; rounds 0: the bini teacher)."""
+    if cfg.edge_target != "rounds":
+        return teacher_dir(cfg), 0, ""
+    return teacher_dir(cfg), cfg.teacher_rounds, teacher_start(cfg)
+
+
+def teacher_start(cfg: "TrainConfig") -> str:
+    """The weights file the rounds teacher runs: the one whose edge net the run is
+    fine-tuned from (``init_edges``), else ``base``."""
+    return cfg.init_edges or cfg.base
 
 
 def collate(arrs, device="cpu"):
@@ -156,16 +193,16 @@ class SceneFeed:
 
     def batch(self, step):
         cfg = self.cfg
-        cache = teacher_dir(cfg)
+        teacher = teacher_args(cfg)
         if self.pool is None:
             seeds, res = self._spec(step)
             return make_batch(seeds, res, cfg.stack_prob, cfg.device, cfg.fold_prob, cfg.meshes, cfg.mesh_prob,
-                              cache)
+                              *teacher)
         for s in range(step, min(step + self.ahead + 1, cfg.steps)):
             if s not in self.pending:
                 seeds, res = self._spec(s)
                 self.pending[s] = [self.pool.submit(_scene, x, res, cfg.stack_prob, cfg.fold_prob, cfg.meshes,
-                                                    cfg.mesh_prob, cache) for x in seeds]
+                                                    cfg.mesh_prob, *teacher) for x in seeds]
         return collate([f.result() for f in self.pending.pop(step)], cfg.device)
 
     def close(self):

@@ -208,4 +208,5 @@ def step_loss(model, lv, z_gt, cfg: TrainConfig, teacher=None):
     if cfg.edge_objective != "solve":
         return _bce_to_bini(logits, lv, z_gt, cfg, teacher)
     loss = _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers)
-    return loss + cfg.solve_bce * _bce_to_bini(logits, lv, z_gt, cfg) if cfg.solve_bce else loss
+    # the anchor's targets: the teacher's weights where the run has one, else the true unknown's
+    return loss + cfg.solve_bce * _bce_to_bini(logits, lv, z_gt, cfg, teacher) if cfg.solve_bce else loss
