@@ -242,6 +242,17 @@ def test_teacher_cache_hit_returns_the_same_arrays(mesh_dir, tmp_path, monkeypat
     assert lv.objects.shape == (2, 1, 32, 32) and bool((lv.objects[lv.mask > 0] >= 0).all())
 
 
+def _train_edges(config: dict, mesh_dir, folder: Path):
+    """`fnin train` of an edges config on the mesh folder from the bundled weights; the
+    result and the weights file it writes in ``folder``."""
+    folder.mkdir()
+    (folder / "c.json").write_text(json.dumps(config))
+    out = folder / "fnin.safetensors"
+    p = invoke(["train", "--config", folder / "c.json", "--meshes", mesh_dir, "--base", DEFAULT_WEIGHTS,
+                "--run-dir", folder / "run", "--out", out])
+    return p, out
+
+
 def test_train_with_meshes_and_the_bini_teacher(mesh_dir, tmp_path):
     cfg = tmp_path / "c.json"
     tiny = _tiny().to_dict()
@@ -261,11 +272,7 @@ def test_train_with_meshes_and_the_bini_teacher(mesh_dir, tmp_path):
     edges = dict(_tiny(stage="edges", edge_target="bini", teacher_cache=str(tmp_path / "teach"),
                        val_mesh_scenes=1).to_dict())
     edges["net"] = {"edge_width": 4, "edge_dilations": [1, 2, 1]}
-    cfg.write_text(json.dumps(edges))
-    out2 = tmp_path / "e" / "fnin.safetensors"
-    out2.parent.mkdir()
-    p = invoke(["train", "--config", cfg, "--meshes", mesh_dir, "--base", DEFAULT_WEIGHTS,
-                "--run-dir", tmp_path / "run2", "--out", out2])
+    p, out2 = _train_edges(edges, mesh_dir, tmp_path / "e")
     assert p.exit_code == 0, p.stderr
     assert len(list((tmp_path / "teach").glob("*.npy"))) == 2 * 2     # batch x steps, one per scene
     md = (out2.parent / "MODEL_CARD.md").read_text()
@@ -326,23 +333,16 @@ def test_solve_objectives_anchor_follows_the_teacher():
 
 
 def test_train_through_the_solve_anchored_to_the_rounds_teacher(mesh_dir, tmp_path):
-    cfg = tmp_path / "c.json"
     edges = dict(_tiny(stage="edges", edge_objective="solve", solve_bce=1.0, edge_target="rounds", teacher_rounds=2,
                        teacher_cache=str(tmp_path / "teach"), mesh_prob=0.5).to_dict())
     edges["net"] = {"edge_width": 4, "edge_dilations": [1, 2, 1]}     # fresh edges: the teacher runs --base
-    cfg.write_text(json.dumps(edges))
-    out = tmp_path / "e" / "fnin.safetensors"
-    out.parent.mkdir()
-    p = invoke(["train", "--config", cfg, "--meshes", mesh_dir, "--base", DEFAULT_WEIGHTS,
-                "--run-dir", tmp_path / "run", "--out", out])
+    p, out = _train_edges(edges, mesh_dir, tmp_path / "e")
     assert p.exit_code == 0, p.stderr
     assert len(list((tmp_path / "teach").glob("*.npy"))) == 2 * 2
     md = " ".join((out.parent / "MODEL_CARD.md").read_text().split())
     assert f"FNIN with `{DEFAULT_WEIGHTS}` followed by 2 BiNI rounds" in md
     assert "plus 1.0 x the cross-entropy to the teacher's weights" in md
-    cfg.write_text(json.dumps(dict(edges, teacher_rounds=0)))
-    p = invoke(["train", "--config", cfg, "--meshes", mesh_dir, "--base", DEFAULT_WEIGHTS,
-                "--run-dir", tmp_path / "run0"])
+    p, _ = _train_edges(dict(edges, teacher_rounds=0), mesh_dir, tmp_path / "e0")
     assert p.exit_code == 2 and "teacher_rounds 0" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
