@@ -309,6 +309,27 @@ def test_solve_objective_aligns_each_object_on_its_own():
     assert np.array_equal(_scene_solve_error(*args, w, zr, z, one)[1], _scene_solve_error(*args, w, zr, z, None)[1])
 
 
+def test_solve_cap_counts_an_object_over_it_at_the_cap_without_gradient():
+    """solve_cap: an object whose error exceeds the cap adds cap / objects to the loss and
+    nothing to the gradient; a cap above every object's error changes nothing."""
+    from fnin_cli.train.losses import _scene_solve_error
+
+    args, w, zr, z, objects = _two_object_scene()
+    moved = z + 5.0 * (objects == 1) * np.linspace(0, 1, z.shape[1])[None, :]   # object 1 far off
+    loss, grad = _scene_solve_error(*args, w, zr, moved, objects)
+    assert _scene_solve_error(*args, w, zr, moved, objects, 1e6)[0] == loss
+    only0 = np.where(objects == 0, 0, -1)
+    e0, g0 = _scene_solve_error(*args, w, zr, moved, only0)
+    e1 = 2 * loss - e0
+    cap = (e0 + e1) / 2
+    assert e1 > 3 * e0
+    capped, gcap = _scene_solve_error(*args, w, zr, moved, objects, cap)
+    assert capped == pytest.approx((e0 + cap) / 2, rel=1e-12)
+    np.testing.assert_allclose(gcap, g0 / 2, rtol=1e-6, atol=1e-12)   # object 0's gradient alone
+    none, gnone = _scene_solve_error(*args, w, zr, moved, objects, e0 / 2)
+    assert none == pytest.approx(e0 / 2) and not gnone.any()
+
+
 def test_object_relative_error_scores_objects_apart_and_skips_tiny_ones():
     from fnin_cli.data.synthetic import MIN_OBJECT_PIXELS, object_relative_error, relative_error
 

@@ -101,6 +101,8 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError(f"mesh_prob {cfg.mesh_prob}: use a share between 0 and 1")
     if cfg.edge_target not in ("true", "bini", "rounds"):
         raise ValueError(f"edge_target '{cfg.edge_target}': use true, bini or rounds")
+    if cfg.solve_cap < 0:
+        raise ValueError(f"solve_cap {cfg.solve_cap}: use 0 (no cap) or a positive relative error")
     if cfg.edge_target == "rounds" and cfg.teacher_rounds < 1:
         raise ValueError(f"teacher_rounds {cfg.teacher_rounds}: the rounds teacher needs at least one round")
     if cfg.meshes:

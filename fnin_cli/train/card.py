@@ -118,8 +118,10 @@ def _objective(cfg: dict) -> str:
         anchor = f", plus {cfg['solve_bce']} x the cross-entropy to {targets}" if cfg.get("solve_bce") else ""
         objects = (", each object of a mesh scene aligned on its own"
                    if cfg.get("meshes") and cfg.get("mesh_prob", 0) > 0 else "")
+        cap = (f" (an object's error above {cfg['solve_cap']} counted as {cfg['solve_cap']}, without gradient)"
+               if cfg.get("solve_cap") else "")
         return ("the relative error of Stage II's solution with these weights (sharpened as at "
-                f"inference){objects}, differentiated through the solve (`train.solve_loss`){anchor}")
+                f"inference){objects}{cap}, differentiated through the solve (`train.solve_loss`){anchor}")
     if cfg.get("edge_target", "true") in ("bini", "rounds"):
         return (f"the teacher's weights as targets, binary cross-entropy weighted by "
                 f"1 + {cfg['edge_alpha']} |2t - 1|")

@@ -50,6 +50,8 @@ class TrainConfig:
                                       # the loop; the same numbers either way)
     solve_bce: float = 0.0            # edges, "solve": plus this times the "bce" loss (an anchor to
                                       # BiNI's weights where the solve's error says little)
+    solve_cap: float = 0.0            # edges, "solve": an object whose relative error exceeds this
+                                      # counts as this, without gradient (0: no cap)
     meshes: str = ""                  # a folder of meshes: its training split is rendered into scenes
     mesh_prob: float = 0.0            # share of scenes rendered from ``meshes`` (the rest procedural)
     edge_target: str = "true"         # edges, the cross-entropy's targets: "true" (BiNI's weights of the

@@ -123,16 +123,17 @@ def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
     (``NormalSystem.weight_gradients``): one more solve per scene, same AMG hierarchy.
     Returns a tensor with the batch mean as value and that gradient."""
     z_r, logits = _edge_logits(model, lv, cfg)
-    return _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers)
+    return _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers, cfg.solve_cap)
 
 
-def _solve_error(logits, lv, z_r, z_gt, workers: int = 0):
+def _solve_error(logits, lv, z_r, z_gt, workers: int = 0, cap: float = 0.0):
     w = torch.sigmoid(EDGE_SHARPNESS * logits) * lv.mask   # fnin.sharpen of the sigmoid
     w_np = w.detach().double().cpu().numpy()
     batch = w_np.shape[0]
     zr_np = z_r.detach().cpu().numpy()
     zgt_np = z_gt.detach().cpu().numpy()
-    jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0], _scene_objects(lv, b)) for b in range(batch)]
+    jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0], _scene_objects(lv, b), cap)
+            for b in range(batch)]
     if workers > 0:
         results = list(solve_pool(workers).map(_scene_solve_error, *zip(*jobs)))
     else:
@@ -144,12 +145,14 @@ def _solve_error(logits, lv, z_r, z_gt, workers: int = 0):
     return surrogate - surrogate.detach() + float(np.mean([loss for loss, _ in results]))
 
 
-def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=None):
+def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=None, cap: float = 0.0):
     """One scene of :func:`_solve_error` (numpy in, numpy out, so a worker process can run
     it): its relative error with the weights ``w`` (2 x H x W: w_u-, w_v-) and that error's
     gradient with respect to them. With an object id image, each object is aligned on its
     own (:func:`synthetic.object_relative_error`): the offsets between objects are not
-    the edge net's to learn (docs/studies/object-aligned-edge-net.md)."""
+    the edge net's to learn (docs/studies/object-aligned-edge-net.md). ``cap`` > 0: an
+    object whose error exceeds it counts as ``cap`` with no gradient (errors no paired
+    weights can mend, docs/decisions.md#sliver-attachments)."""
     system, lam = _numpy_system(normals, mask, K, pixel)
     m = system.mask
     zr = zr_img.astype(np.float64)[m]
@@ -164,12 +167,18 @@ def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=
     for g in groups:
         err = (z[g] - z[g].mean()) - (gt[g] - gt[g].mean())
         spread = max(float(np.mean(np.abs(gt[g] - gt[g].mean()))), 1e-12)
+        e = float(np.mean(np.abs(err))) / spread
+        if cap and e > cap:
+            loss += cap / len(groups)
+            continue
         sgn = np.sign(err)
-        loss += float(np.mean(np.abs(err))) / spread / len(groups)
+        loss += e / len(groups)
         dz[g] = (sgn - sgn.mean()) / (err.size * spread * len(groups))
+    grad = np.zeros_like(w)
+    if not dz.any():            # every object capped: no gradient
+        return loss, grad
     adj, _, _ = pcg(A, dz, np.zeros_like(dz), M, rtol=1e-6)
     g = system.weight_gradients(z, adj)
-    grad = np.zeros_like(w)
     grad[0][m] = g["u-"] - g["u+"]      # w_u+ = 1 - w_u-
     grad[1][m] = g["v-"] - g["v+"]
     return loss, grad
@@ -207,6 +216,6 @@ def step_loss(model, lv, z_gt, cfg: TrainConfig, teacher=None):
     z_r, logits = _edge_logits(model, lv, cfg)       # once, for both parts of the objective
     if cfg.edge_objective != "solve":
         return _bce_to_bini(logits, lv, z_gt, cfg, teacher)
-    loss = _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers)
+    loss = _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers, cfg.solve_cap)
     # the anchor's targets: the teacher's weights where the run has one, else the true unknown's
     return loss + cfg.solve_bce * _bce_to_bini(logits, lv, z_gt, cfg, teacher) if cfg.solve_bce else loss
