@@ -255,7 +255,10 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
     out = tmp_path / "solve" / "fnin.safetensors"
     train(TrainConfig.from_dict({**cfg.to_dict(), "steps": 2}), tmp_path / "solve", out=out)
     md = out.with_name("MODEL_CARD.md").read_text()
-    assert "differentiated through the solve" in md
+    assert "differentiated through the solve" in md and "without gradient" not in md
+    from fnin_cli.train.card import _objective
+
+    assert "an object's error above 1.0 counted as 1.0, without gradient" in _objective({**cfg.to_dict(), "solve_cap": 1.0})
     # solve_bce anchors it to BiNI's weights: the two losses added
     from fnin_cli.train.losses import edge_loss, step_loss
 
