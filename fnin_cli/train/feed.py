@@ -143,16 +143,11 @@ def teacher_dir(cfg: "TrainConfig"):
 
 def teacher_args(cfg: "TrainConfig") -> tuple:
     """(cache folder, rounds, weights file) of the run's teacher for :func:`_scene`
-    (cache None: no teacher; rounds 0: the bini teacher)."""
+    (cache None: no teacher; rounds 0: the bini teacher). The rounds teacher runs the
+    weights file whose edge net the run is fine-tuned from (``init_edges``), else ``base``."""
     if cfg.edge_target != "rounds":
         return teacher_dir(cfg), 0, ""
-    return teacher_dir(cfg), cfg.teacher_rounds, teacher_start(cfg)
-
-
-def teacher_start(cfg: "TrainConfig") -> str:
-    """The weights file the rounds teacher runs: the one whose edge net the run is
-    fine-tuned from (``init_edges``), else ``base``."""
-    return cfg.init_edges or cfg.base
+    return teacher_dir(cfg), cfg.teacher_rounds, cfg.init_edges or cfg.base
 
 
 def collate(arrs, device="cpu"):
