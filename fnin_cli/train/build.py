@@ -10,7 +10,7 @@ from ..errors import FninError
 from ..model.config import NetConfig, net_config
 from ..model.fnin_net import FNINet
 from ..model.weights import resolve_device
-from .config import TrainConfig
+from .config import TEACHER_TARGETS, TrainConfig
 
 
 def read_weights(path) -> tuple:
@@ -99,7 +99,7 @@ def check_config(cfg: TrainConfig) -> None:
             raise ValueError(str(exc)) from None
     if not 0.0 <= cfg.mesh_prob <= 1.0:
         raise ValueError(f"mesh_prob {cfg.mesh_prob}: use a share between 0 and 1")
-    if cfg.edge_target not in ("true", "bini", "rounds"):
+    if cfg.edge_target not in ("true",) + TEACHER_TARGETS:
         raise ValueError(f"edge_target '{cfg.edge_target}': use true, bini or rounds")
     if cfg.solve_cap < 0:
         raise ValueError(f"solve_cap {cfg.solve_cap}: use 0 (no cap) or a positive relative error")

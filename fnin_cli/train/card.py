@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .config import VAL_SEED0
+from .config import TEACHER_TARGETS, VAL_SEED0
 
 
 def model_card_markdown(card: dict) -> str:
@@ -67,7 +67,7 @@ def _meshes(card: dict) -> str:
 
 def _teacher(cfg: dict) -> str:
     target = cfg.get("edge_target", "true")
-    if cfg.get("stage") != "edges" or target not in ("bini", "rounds"):
+    if cfg.get("stage") != "edges" or target not in TEACHER_TARGETS:
         return ""
     cache = cfg.get('teacher_cache') or 'runs/teacher_cache'
     if target == "rounds":
@@ -113,7 +113,7 @@ def _val_meshes(cfg: dict) -> str:
 
 def _objective(cfg: dict) -> str:
     if cfg.get("edge_objective", "bce") == "solve":
-        targets = ("the teacher's weights" if cfg.get("edge_target", "true") in ("bini", "rounds")
+        targets = ("the teacher's weights" if cfg.get("edge_target", "true") in TEACHER_TARGETS
                    else "BiNI's weights of the true unknown")
         anchor = f", plus {cfg['solve_bce']} x the cross-entropy to {targets}" if cfg.get("solve_bce") else ""
         objects = (", each object of a mesh scene aligned on its own"
@@ -122,7 +122,7 @@ def _objective(cfg: dict) -> str:
                if cfg.get("solve_cap") else "")
         return ("the relative error of Stage II's solution with these weights (sharpened as at "
                 f"inference){objects}{cap}, differentiated through the solve (`train.solve_loss`){anchor}")
-    if cfg.get("edge_target", "true") in ("bini", "rounds"):
+    if cfg.get("edge_target", "true") in TEACHER_TARGETS:
         return (f"the teacher's weights as targets, binary cross-entropy weighted by "
                 f"1 + {cfg['edge_alpha']} |2t - 1|")
     return (f"BiNI's weights of the *true* unknown (k = 2) as targets, binary cross-entropy "

@@ -81,6 +81,9 @@ class TrainConfig:
         return asdict(self)
 
 
+# edge_target values whose runs carry a teacher's weights per scene (train.feed.teacher_weights)
+TEACHER_TARGETS = ("bini", "rounds")
+
 # keys of removed experiments (learned rounds, coarse edge branch, the context branch
 # trained alone) and their "off" values
 LEGACY_TRAIN_KEYS = {"init_round": ("edges", ""), "edge_train": ("all",)}

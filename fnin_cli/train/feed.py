@@ -18,6 +18,7 @@ import torch
 
 from ..data.synthetic import make_scene, scene_arrays
 from ..model.geometry import Level
+from .config import TEACHER_TARGETS
 
 DEFAULT_TEACHER_CACHE = "runs/teacher_cache"
 _MESHES = {}
@@ -134,20 +135,16 @@ def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", fold_prob: flo
                            teacher_model) for s in seeds], device)
 
 
-def teacher_dir(cfg: "TrainConfig"):
-    """Where teacher weights are cached (None: the run has no teacher)."""
-    if cfg.stage != "edges" or cfg.edge_target not in ("bini", "rounds"):
-        return None
-    return cfg.teacher_cache or DEFAULT_TEACHER_CACHE
-
-
 def teacher_args(cfg: "TrainConfig") -> tuple:
     """(cache folder, rounds, weights file) of the run's teacher for :func:`_scene`
     (cache None: no teacher; rounds 0: the bini teacher). The rounds teacher runs the
     weights file whose edge net the run is fine-tuned from (``init_edges``), else ``base``."""
+    if cfg.stage != "edges" or cfg.edge_target not in TEACHER_TARGETS:
+        return None, 0, ""
+    cache = cfg.teacher_cache or DEFAULT_TEACHER_CACHE
     if cfg.edge_target != "rounds":
-        return teacher_dir(cfg), 0, ""
-    return teacher_dir(cfg), cfg.teacher_rounds, cfg.init_edges or cfg.base
+        return cache, 0, ""
+    return cache, cfg.teacher_rounds, cfg.init_edges or cfg.base
 
 
 def collate(arrs, device="cpu"):
