@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 import numpy as np
 import torch
@@ -41,11 +42,13 @@ def apply_rule(summary: dict) -> float:
 
 
 def evaluate(configs: dict, meshes, scenes: int, size: int, mesh_seed0: int, proc_seed0: int) -> dict:
-    """Per-scene errors of each configuration (name -> (sharpness, model or None)): the
-    one-shot and the default on validation-mesh scenes, the one-shot on procedural ones,
-    configurations interleaved per scene."""
-    shipped = stage2.EDGE_SHARPNESS
-    rec = {name: {"oneshot_meshes": [], "default_meshes": [], "oneshot_procedural": []} for name in configs}
+    """Per-scene errors of each configuration (name -> (sharpness, model or None[, sliver
+    gate])): the one-shot and the default on validation-mesh scenes, the one-shot on
+    procedural ones, configurations interleaved per scene; "seconds": the three runs'
+    ``integrate`` time per scene (one thread)."""
+    shipped = stage2.EDGE_SHARPNESS, stage2.SLIVER_GATE
+    keys = ("oneshot_meshes", "default_meshes", "oneshot_procedural", "seconds")
+    rec = {name: {k: [] for k in keys} for name in configs}
     with limit_threads(1):
         try:
             for i in range(scenes):
@@ -54,16 +57,21 @@ def evaluate(configs: dict, meshes, scenes: int, size: int, mesh_seed0: int, pro
                 persp = sc.K is not None
                 ps = make_scene(proc_seed0 + i, size, stack_prob=0.3, fold_prob=0.5)
                 pinp = build_input(ps.normals, None, ps.mask, ps.K)
-                for name, (sharpness, model) in configs.items():
+                for name, (sharpness, model, *gate) in configs.items():
                     stage2.EDGE_SHARPNESS = sharpness
+                    stage2.SLIVER_GATE = gate[0] if gate else shipped[1]
                     r = rec[name]
-                    r["oneshot_meshes"].append(object_error(integrate(inp, refine=0, model=model).z, sc, persp))
-                    r["default_meshes"].append(object_error(integrate(inp, model=model).z, sc, persp))
-                    r["oneshot_procedural"].append(relative_error(
-                        integrate(pinp, refine=0, model=model).z[pinp.mask], ps.unknown[pinp.mask]))
+                    t0 = time.perf_counter()
+                    one = integrate(inp, refine=0, model=model).z
+                    default = integrate(inp, model=model).z
+                    proc = integrate(pinp, refine=0, model=model).z
+                    r["seconds"].append(time.perf_counter() - t0)
+                    r["oneshot_meshes"].append(object_error(one, sc, persp))
+                    r["default_meshes"].append(object_error(default, sc, persp))
+                    r["oneshot_procedural"].append(relative_error(proc[pinp.mask], ps.unknown[pinp.mask]))
                 print(i, {n: tuple(round(v[-1], 4) for v in rec[n].values()) for n in configs}, flush=True)
         finally:
-            stage2.EDGE_SHARPNESS = shipped
+            stage2.EDGE_SHARPNESS, stage2.SLIVER_GATE = shipped
     return rec
 
 

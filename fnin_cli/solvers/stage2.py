@@ -25,6 +25,10 @@ GPU_SOLVE_RTOL = 1e-4
 GPU_MAXITER = 20000
 # the edge net's weights sharpened, sigmoid(a logit w): 7% better end to end (docs/decisions.md#edge-sharpness)
 EDGE_SHARPNESS = 2.0
+# a pixel whose two neighbours on an axis both cut the edge towards it (weights below
+# this) is a one-pixel sliver between two jumps: its own weights on that axis fade to 0;
+# None: off (docs/decisions.md#sliver-gate)
+SLIVER_GATE = None
 
 
 def pick_solver(solver: str) -> tuple:
@@ -50,10 +54,67 @@ def sharpen(p: np.ndarray, a: float) -> np.ndarray:
 
 def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float | None = None) -> dict:
     """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout),
-    sharpened by ``sharpness`` (:func:`sharpen`; default ``EDGE_SHARPNESS``)."""
+    sharpened by ``sharpness`` (:func:`sharpen`; default ``EDGE_SHARPNESS``), then
+    gated by :func:`sliver_gate` when ``SLIVER_GATE`` is set."""
     a = EDGE_SHARPNESS if sharpness is None else sharpness
     wu, wv = (sharpen(p_img[i][system.mask], a) for i in (0, 1))
-    return bini_layout(wu, wv)
+    weights = bini_layout(wu, wv)
+    return weights if SLIVER_GATE is None else sliver_gate(system, weights, SLIVER_GATE)
+
+
+def sliver_gate(system: NormalSystem, weights: dict, threshold: float) -> dict:
+    """Weights where a pixel cut off by both neighbours on an axis connects to neither.
+
+    Paired weights (w+ = 1 - w-) make every pixel connect to one side of each axis,
+    so a sliver one pixel wide between two jumps ties the surfaces on either side
+    together. The edge between a pixel s and its neighbour q carries two weights: q's
+    towards s and s's towards q. Where *both* neighbours' weights towards s are below
+    ``threshold``, s's own two weights on that axis are scaled by
+    g = max(w_left->s, w_right->s) / threshold (1 elsewhere, and where s has one
+    neighbour only on the axis).
+
+    Parameters
+    ----------
+    system : NormalSystem
+        The masked pixels and their edges.
+    weights : dict
+        Per-direction weights ("u+", "u-", "v+", "v-"), one value per masked pixel.
+    threshold : float
+        In (0, 1]: a neighbour's weight below it counts as a cut.
+
+    Returns
+    -------
+    dict
+        New per-direction weights; ``weights`` is not modified.
+
+    Examples
+    --------
+    A row of five pixels: pixels 1 and 3 cut the edges towards pixel 2, which (paired)
+    still trusts pixel 1 with weight 0.99; the gate cuts pixel 2 loose on that axis:
+
+    >>> import numpy as np
+    >>> from fnin_cli.camera import Camera
+    >>> flat = np.dstack([np.zeros((1, 5, 2)), np.ones((1, 5, 1))])
+    >>> s = NormalSystem(flat, np.ones((1, 5), bool), Camera(None, 1.0))
+    >>> wm = np.array([0.5, 0.99, 0.99, 0.01, 0.5])     # w_u- of each pixel
+    >>> w = {"u-": wm, "u+": 1 - wm, "v-": np.full(5, 0.5), "v+": np.full(5, 0.5)}
+    >>> g = sliver_gate(s, w, 0.2)
+    >>> g["u-"].round(4).tolist()
+    [0.5, 0.99, 0.0495, 0.01, 0.5]
+    >>> g["u+"].round(4).tolist()
+    [0.5, 0.01, 0.0005, 0.99, 0.5]
+    """
+    out = dict(weights)
+    for axis, lo, hi in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
+        plus, minus = axis + "+", axis + "-"
+        towards_from_lo = np.ones(system.n)
+        towards_from_hi = np.ones(system.n)
+        towards_from_lo[hi] = weights[plus][lo]     # the lower neighbour's weight on the edge to s
+        towards_from_hi[lo] = weights[minus][hi]    # the upper neighbour's weight on the edge to s
+        gate = np.minimum(np.maximum(towards_from_lo, towards_from_hi) / threshold, 1.0)
+        out[plus] = weights[plus] * gate
+        out[minus] = weights[minus] * gate
+    return out
 
 
 def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool = True) -> dict:

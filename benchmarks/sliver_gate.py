@@ -1,0 +1,83 @@
+"""The sliver gate in Stage II (``solvers.stage2.SLIVER_GATE``) against today's paired
+weights, by the rule of docs/decisions.md#sliver-gate, written before the run.
+
+On fresh scenes never used for training or an earlier choice (48 validation-mesh scenes
+from ``VAL_SEED0 + 1_800_000``, 48 procedural ones from ``VAL_SEED0 + 180_000``, 384 px),
+each candidate threshold and today's (off) interleaved per scene, one thread: the
+one-shot and the default on the mesh scenes (per-object error), the one-shot on the
+procedural ones, and the seconds of the three runs::
+
+    python benchmarks/sliver_gate.py [--scenes 48] [--out benchmarks/results/sliver_gate.json]
+
+``--dev SEED`` runs the same comparison on scenes from the *training* meshes and
+procedural scenes from SEED (the development look before the rule; no choice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import torch
+
+from default_rounds import validation_meshes
+from edge_sharpness import evaluate
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes
+from fnin_cli.solvers import stage2
+from fnin_cli.train.config import VAL_SEED0
+
+CANDIDATES = (0.2, 0.5)
+MESH_SEED0 = VAL_SEED0 + 1_800_000
+PROC_SEED0 = VAL_SEED0 + 180_000
+
+
+def passes(candidate: dict, today: dict) -> bool:
+    """The rule's bounds (means over the scenes): one-shot on meshes <= 0.98x today's,
+    one-shot procedural and default on meshes no worse, seconds <= 1.03x."""
+    return (candidate["oneshot_meshes"] <= 0.98 * today["oneshot_meshes"]
+            and candidate["oneshot_procedural"] <= today["oneshot_procedural"]
+            and candidate["default_meshes"] <= today["default_meshes"]
+            and candidate["seconds"] <= 1.03 * today["seconds"])
+
+
+def apply_rule(summary: dict):
+    """The adopted threshold: the lowest one-shot mesh error among the candidates that
+    pass against today's (None: none passes, the gate stays off)."""
+    ok = [t for t in CANDIDATES if passes(summary[str(t)], summary["off"])]
+    return min(ok, key=lambda t: summary[str(t)]["oneshot_meshes"]) if ok else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
+    ap.add_argument("--scenes", type=int, default=48)
+    ap.add_argument("--size", type=int, default=384)
+    ap.add_argument("--out", default="benchmarks/results/sliver_gate.json")
+    ap.add_argument("--dev", type=int, default=None, help="first seed of a development look on training meshes")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    a_now = stage2.EDGE_SHARPNESS
+    configs = {"off": (a_now, None, None), **{str(t): (a_now, None, t) for t in CANDIDATES}}
+    if a.dev is None:
+        seeds, meshes = (MESH_SEED0, PROC_SEED0), validation_meshes(a.meshes)
+    else:
+        seeds = (a.dev, a.dev)
+        meshes = {k: v for k, v in load_meshes(a.meshes).items() if not is_validation(k)}
+    rec = evaluate(configs, meshes, a.scenes, a.size, *seeds)
+    summary = {n: {k: float(np.mean(v)) for k, v in r.items()} for n, r in rec.items()}
+    for n in CANDIDATES:
+        s, o = summary[str(n)], summary["off"]
+        s["ratios"] = {k: s[k] / o[k] for k in o}
+        s["better_worse_oneshot_meshes"] = [
+            int(sum(c < t - 1e-4 for c, t in zip(rec[str(n)]["oneshot_meshes"], rec["off"]["oneshot_meshes"]))),
+            int(sum(c > t + 1e-4 for c, t in zip(rec[str(n)]["oneshot_meshes"], rec["off"]["oneshot_meshes"])))]
+    chosen = apply_rule(summary) if a.dev is None else "development look: no choice"
+    with open(a.out, "w") as fh:
+        json.dump({"seeds": list(seeds), "per_scene": rec, "summary": summary, "adopted": chosen},
+                  fh, indent=1)
+    print(json.dumps(summary, indent=1), "adopted:", chosen)
+
+
+if __name__ == "__main__":
+    main()
