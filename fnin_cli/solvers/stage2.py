@@ -28,7 +28,7 @@ EDGE_SHARPNESS = 2.0
 # a pixel whose two neighbours on an axis both cut the edge towards it (weights below
 # this) is a one-pixel sliver between two jumps: its own weights on that axis fade to 0;
 # None: off (docs/decisions.md#sliver-gate)
-SLIVER_GATE = None
+SLIVER_GATE = 0.5
 
 
 def pick_solver(solver: str) -> tuple:
