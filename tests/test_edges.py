@@ -77,7 +77,8 @@ def test_cropped_edge_inference_equals_the_whole_frame():
     assert float((crop - whole).abs().max()) < 1e-6
 
 
-def test_edge_weights_are_bini_layout_and_reach_stage2():
+def test_edge_weights_are_bini_layout_and_reach_stage2(monkeypatch):
+    monkeypatch.setattr(stage2, "SLIVER_GATE", None)    # paired; the gate: test_sliver_gate.py
     model = _edge_model()
     sc = make_scene(7, 40, fold_prob=1.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
@@ -256,6 +257,7 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
     train(TrainConfig.from_dict({**cfg.to_dict(), "steps": 2}), tmp_path / "solve", out=out)
     md = out.with_name("MODEL_CARD.md").read_text()
     assert "differentiated through the solve" in md and "without gradient" not in md
+    assert f"sliver-gated at t = {stage2.SLIVER_GATE}" in md       # the solve it trained through
     from fnin_cli.train.card import _objective
 
     assert "an object's error above 1.0 counted as 1.0, without gradient" in _objective({**cfg.to_dict(), "solve_cap": 1.0})

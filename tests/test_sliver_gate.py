@@ -91,3 +91,46 @@ def test_edge_weights_apply_the_gate_only_when_it_is_set(monkeypatch):
     want = stage2.sliver_gate(s, plain, 0.3)
     for k in plain:
         np.testing.assert_array_equal(gated[k], want[k])
+
+
+def test_the_solve_objective_trains_through_the_gate():
+    """With the gate, the training objective is the error of Stage II's gated solve (the
+    same solve as inference) and its gradient is that error's derivative with respect to
+    the paired weights, through each pixel's own gate and its neighbours' (finite
+    differences)."""
+    from test_edges import _two_object_scene
+    from fnin_cli.solvers.bini import bini_layout
+    from fnin_cli.train.losses import _numpy_system, _scene_solve_error
+
+    args, w, zr, z, objects = _two_object_scene()
+    mask = args[1]
+    system, lam = _numpy_system(*args)
+    gated = stage2.sliver_gate(system, bini_layout(w[0][mask], w[1][mask]), 0.5)
+    zs, _ = system.solve(gated, lam=lam, z_prior=zr[mask], x0=zr[mask], rtol=1e-10)
+    loss, grad = _scene_solve_error(*args, w, zr, z, None, 0.0, 0.5)
+    zc, gc = zs - zs.mean(), z[mask] - z[mask].mean()
+    assert loss == pytest.approx(np.mean(np.abs(zc - gc)) / np.mean(np.abs(gc)), rel=1e-4)
+    assert loss != pytest.approx(_scene_solve_error(*args, w, zr, z, None)[0], rel=1e-3)
+    # pixels gated on u, and the neighbours whose weights set their gates
+    rows, cols = np.nonzero(mask)
+    cut = np.flatnonzero(gated["u-"] < np.where(mask, w[0], 0)[mask] - 1e-12)
+    assert cut.size > 5
+    probes = []
+    for i in cut[:3]:
+        r, c = rows[i], cols[i]
+        probes += [(0, r, c), (0, r, c - 1), (0, r, c + 1)]
+    for ch, r, c in probes:
+        wp, wm = w.copy(), w.copy()
+        wp[ch, r, c] += 1e-5
+        wm[ch, r, c] -= 1e-5
+        fd = (_scene_solve_error(*args, wp, zr, z, None, 0.0, 0.5)[0]
+              - _scene_solve_error(*args, wm, zr, z, None, 0.0, 0.5)[0]) / 2e-5
+        assert fd == pytest.approx(grad[ch, r, c], rel=2e-2, abs=1e-7), (ch, r, c)
+
+
+def test_the_card_says_whether_the_solve_objective_was_gated():
+    from fnin_cli.train.card import _objective
+
+    cfg = {"edge_objective": "solve"}
+    assert "sliver-gated at t = 0.5 as at inference" in _objective(cfg, 0.5)
+    assert "sliver-gated" not in _objective(cfg) and "(sharpened as at inference)" in _objective(cfg)

@@ -111,7 +111,8 @@ def _val_meshes(cfg: dict) -> str:
     return f" and {n} scenes rendered from the validation meshes (each object aligned on its own)" if n else ""
 
 
-def _objective(cfg: dict) -> str:
+def _objective(cfg: dict, gate: float | None = None) -> str:
+    """The edge net's objective in words; ``gate``: the sliver gate the solve applied."""
     if cfg.get("edge_objective", "bce") == "solve":
         targets = ("the teacher's weights" if cfg.get("edge_target", "true") in TEACHER_TARGETS
                    else "BiNI's weights of the true unknown")
@@ -120,7 +121,8 @@ def _objective(cfg: dict) -> str:
                    if cfg.get("meshes") and cfg.get("mesh_prob", 0) > 0 else "")
         cap = (f" (an object's error above {cfg['solve_cap']} counted as {cfg['solve_cap']}, without gradient)"
                if cfg.get("solve_cap") else "")
-        return ("the relative error of Stage II's solution with these weights (sharpened as at "
+        gated = f" and sliver-gated at t = {gate}" if gate is not None else ""
+        return (f"the relative error of Stage II's solution with these weights (sharpened{gated} as at "
                 f"inference){objects}{cap}, differentiated through the solve (`train.solve_loss`){anchor}")
     if cfg.get("edge_target", "true") in TEACHER_TARGETS:
         return (f"the teacher's weights as targets, binary cross-entropy weighted by "
@@ -160,7 +162,7 @@ edge net that gives Stage II its weights.
   noise, outlier and zeroed-patch model as Stage I.{_meshes(card)}{_teacher(cfg)}
 - **Input**: Stage I's unknown z_R at a network cap of {cfg['side']} px, upsampled to full
   resolution, with the normals (`model.layers.edge_features`). **Output**: BiNI's weights
-  w_u-, w_v- per pixel. **Objective**: {_objective(cfg)}.
+  w_u-, w_v- per pixel. **Objective**: {_objective(cfg, card.get('stage2_sliver_gate'))}.
 - **Network**: {len(net['edge_dilations'])} dilated 3x3 conv layers (dilations
   {', '.join(str(d) for d in net['edge_dilations'])}), width {net['edge_width']}, GELU, 1x1 output.
 - **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every

@@ -14,7 +14,8 @@ from ..model.geometry import Level, backproject_t, bini_targets, masked_mean, po
 from ..pipeline import classic_lambda
 from ..solvers.bini import bini_layout
 from ..solvers.linear import amg_preconditioner, pcg
-from ..solvers.stage2 import EDGE_SHARPNESS
+from ..solvers import stage2
+from ..solvers.stage2 import EDGE_SHARPNESS, sliver_gate
 from ..solvers.system import NormalSystem
 from .config import TrainConfig
 
@@ -118,7 +119,8 @@ def _numpy_system(normals, mask, K, pixel):
 
 def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
     """The edge net's end-to-end objective: the relative error (``synthetic.relative_error``)
-    of Stage II's solution with its weights, sharpened as at inference, differentiated
+    of Stage II's solution with its weights, sharpened and sliver-gated as at inference
+    (``stage2.SLIVER_GATE``), differentiated
     through the solve. A(w) z = b(w) gives dL/dw_d = -(a D_d l) r_d(z) with A l = dL/dz
     (``NormalSystem.weight_gradients``): one more solve per scene, same AMG hierarchy.
     Returns a tensor with the batch mean as value and that gradient."""
@@ -132,7 +134,8 @@ def _solve_error(logits, lv, z_r, z_gt, workers: int = 0, cap: float = 0.0):
     batch = w_np.shape[0]
     zr_np = z_r.detach().cpu().numpy()
     zgt_np = z_gt.detach().cpu().numpy()
-    jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0], _scene_objects(lv, b), cap)
+    gate = stage2.SLIVER_GATE
+    jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0], _scene_objects(lv, b), cap, gate)
             for b in range(batch)]
     if workers > 0:
         results = list(solve_pool(workers).map(_scene_solve_error, *zip(*jobs)))
@@ -145,18 +148,21 @@ def _solve_error(logits, lv, z_r, z_gt, workers: int = 0, cap: float = 0.0):
     return surrogate - surrogate.detach() + float(np.mean([loss for loss, _ in results]))
 
 
-def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=None, cap: float = 0.0):
+def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=None, cap: float = 0.0,
+                       gate: float | None = None):
     """One scene of :func:`_solve_error` (numpy in, numpy out, so a worker process can run
     it): its relative error with the weights ``w`` (2 x H x W: w_u-, w_v-) and that error's
     gradient with respect to them. With an object id image, each object is aligned on its
     own (:func:`synthetic.object_relative_error`): the offsets between objects are not
     the edge net's to learn (docs/studies/object-aligned-edge-net.md). ``cap`` > 0: an
     object whose error exceeds it counts as ``cap`` with no gradient (errors no paired
-    weights can mend, docs/decisions.md#sliver-attachments)."""
+    weights can mend, docs/decisions.md#sliver-attachments). ``gate``: the threshold of
+    :func:`~fnin_cli.solvers.stage2.sliver_gate` applied to the weights (None: paired)."""
     system, lam = _numpy_system(normals, mask, K, pixel)
     m = system.mask
     zr = zr_img.astype(np.float64)[m]
-    weights = bini_layout(w[0][m], w[1][m])
+    paired = bini_layout(w[0][m], w[1][m])
+    weights = paired if gate is None else sliver_gate(system, paired, gate)
     A = system.matrix(weights, lam)
     rhs = system.rhs(weights, lam, None)
     M = amg_preconditioner(A)
@@ -179,9 +185,33 @@ def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=
         return loss, grad
     adj, _, _ = pcg(A, dz, np.zeros_like(dz), M, rtol=1e-6)
     g = system.weight_gradients(z, adj)
+    if gate is not None:
+        g = _sliver_gate_backward(system, paired, gate, g)
     grad[0][m] = g["u-"] - g["u+"]      # w_u+ = 1 - w_u-
     grad[1][m] = g["v-"] - g["v+"]
     return loss, grad
+
+
+def _sliver_gate_backward(system: NormalSystem, paired: dict, threshold: float, upstream: dict) -> dict:
+    """dL/d(paired weights) given dL/d(gated weights) ``upstream``: the chain rule through
+    :func:`~fnin_cli.solvers.stage2.sliver_gate` (gate = min(max(a, b) / t, 1), a and b
+    the neighbours' paired weights towards the pixel)."""
+    out = dict(upstream)
+    for axis, lo, hi in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
+        plus, minus = axis + "+", axis + "-"
+        a, b = np.ones(system.n), np.ones(system.n)
+        a[hi] = paired[plus][lo]
+        b[lo] = paired[minus][hi]
+        top = np.maximum(a, b)
+        gate = np.minimum(top / threshold, 1.0)
+        out[plus] = upstream[plus] * gate
+        out[minus] = upstream[minus] * gate
+        d_top = (upstream[plus] * paired[plus] + upstream[minus] * paired[minus]) * (top < threshold) / threshold
+        from_a = d_top * (a >= b)                  # the pixel's gate followed its lower neighbour
+        from_b = d_top * (b > a)
+        out[plus][lo] += from_a[hi]
+        out[minus][hi] += from_b[lo]
+    return out
 
 
 _SOLVE_POOLS: dict = {}
