@@ -361,12 +361,14 @@ def classic_lambda(camera: Camera, shape) -> float:
 
 
 def weights_to_discontinuity(weights: dict | None, n: int) -> np.ndarray:
-    """Per-pixel discontinuity in [0, 1] from per-direction weights (0 = smooth)."""
+    """Per-pixel discontinuity in [0, 1] from per-direction weights (0 = smooth): per axis
+    |w+ - w-| (one side trusted, the other cut) plus 1 - (w+ + w-) (both sides cut, as
+    Stage II's sliver gate does; 0 for paired weights), the larger of the two axes."""
     if weights is None:
         return np.zeros(n)
-    du = np.abs(weights["u+"] - weights["u-"])
-    dv = np.abs(weights["v+"] - weights["v-"])
-    return np.maximum(du, dv)
+    per_axis = [np.abs(weights[ax + "+"] - weights[ax + "-"]) + 1.0 - (weights[ax + "+"] + weights[ax + "-"])
+                for ax in "uv"]
+    return np.clip(np.maximum(*per_axis), 0.0, 1.0)
 
 
 def jump_fraction(system: NormalSystem, z: np.ndarray, tau: float = 1.0) -> float:

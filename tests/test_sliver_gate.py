@@ -134,3 +134,20 @@ def test_the_card_says_whether_the_solve_objective_was_gated():
     cfg = {"edge_objective": "solve"}
     assert "sliver-gated at t = 0.5 as at inference" in _objective(cfg, 0.5)
     assert "sliver-gated" not in _objective(cfg) and "(sharpened as at inference)" in _objective(cfg)
+
+
+def test_the_discontinuity_map_marks_a_pixel_cut_on_both_sides():
+    """pipeline.weights_to_discontinuity: a pixel that connects to neither side of an axis
+    is a discontinuity (1), as one that trusts one side only; paired weights as before."""
+    from fnin_cli.pipeline import weights_to_discontinuity
+
+    depth, rear = _comb()
+    s = _flat_system(depth.shape)
+    w = bini_weights(s, depth[s.mask])
+    column = s.index[5, 12]
+    paired = weights_to_discontinuity(w, s.n)
+    gated = weights_to_discontinuity(stage2.sliver_gate(s, w, 0.5), s.n)
+    assert paired[column] == pytest.approx(0.0, abs=1e-6)    # 0.5 / 0.5: paired weights hide it
+    assert gated[column] == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_allclose(paired, np.maximum(np.abs(w["u+"] - w["u-"]), np.abs(w["v+"] - w["v-"])))
+    assert gated.min() >= 0.0 and gated.max() <= 1.0
