@@ -250,11 +250,13 @@ START = {"finetune": "edge_net_start.safetensors", "solve": "edge_net_finetune51
 
 
 @pytest.mark.parametrize("which", ["stage1", "edges", "finetune", "solve"])
-def test_training_is_deterministic_and_matches_model_card(tmp_path, which):
+def test_training_is_deterministic_and_matches_model_card(tmp_path, which, monkeypatch):
     """Re-run each shipped training run's config for a few steps: the first logged losses
     match its card. The edges runs start from the Stage I inside the shipped file; each
-    fine-tuning from the edge net it started from, shipped beside it (START)."""
+    fine-tuning from the edge net it started from, shipped beside it (START). The solve
+    objective applies the sliver gate its card names (none: trained before the gate)."""
     card = _shipped_cards()[which]
+    monkeypatch.setattr(stage2, "SLIVER_GATE", card.get("stage2_sliver_gate"))
     cfg = TrainConfig.from_dict(card["train_config"])
     n = 3
     cfg.steps, cfg.val_every, cfg.ckpt_every = n, 10**9, 10**9
