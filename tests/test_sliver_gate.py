@@ -151,3 +151,10 @@ def test_the_discontinuity_map_marks_a_pixel_cut_on_both_sides():
     assert gated[column] == pytest.approx(1.0, abs=1e-6)
     np.testing.assert_allclose(paired, np.maximum(np.abs(w["u+"] - w["u-"]), np.abs(w["v+"] - w["v-"])))
     assert gated.min() >= 0.0 and gated.max() <= 1.0
+
+
+def test_the_documented_example_holds():
+    import doctest
+
+    result = doctest.testmod(stage2)
+    assert result.attempted > 0 and result.failed == 0

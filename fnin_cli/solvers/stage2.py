@@ -105,16 +105,22 @@ def sliver_gate(system: NormalSystem, weights: dict, threshold: float) -> dict:
     [0.5, 0.01, 0.0005, 0.99, 0.5]
     """
     out = dict(weights)
-    for axis, lo, hi in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
-        plus, minus = axis + "+", axis + "-"
-        towards_from_lo = np.ones(system.n)
-        towards_from_hi = np.ones(system.n)
-        towards_from_lo[hi] = weights[plus][lo]     # the lower neighbour's weight on the edge to s
-        towards_from_hi[lo] = weights[minus][hi]    # the upper neighbour's weight on the edge to s
-        gate = np.minimum(np.maximum(towards_from_lo, towards_from_hi) / threshold, 1.0)
-        out[plus] = weights[plus] * gate
-        out[minus] = weights[minus] * gate
+    for axis in "uv":
+        from_lo, from_hi = neighbour_weights(system, weights, axis)
+        gate = np.minimum(np.maximum(from_lo, from_hi) / threshold, 1.0)
+        out[axis + "+"] = weights[axis + "+"] * gate
+        out[axis + "-"] = weights[axis + "-"] * gate
     return out
+
+
+def neighbour_weights(system: NormalSystem, weights: dict, axis: str) -> tuple:
+    """Per pixel, the weights its lower and its upper neighbour on ``axis`` ("u" or "v")
+    give the edge towards it (1 where it has no such neighbour)."""
+    lo, hi = (system.hp, system.hq) if axis == "u" else (system.vp, system.vq)
+    from_lo, from_hi = np.ones(system.n), np.ones(system.n)
+    from_lo[hi] = weights[axis + "+"][lo]
+    from_hi[lo] = weights[axis + "-"][hi]
+    return from_lo, from_hi
 
 
 def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool = True) -> dict:

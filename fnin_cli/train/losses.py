@@ -15,7 +15,7 @@ from ..pipeline import classic_lambda
 from ..solvers.bini import bini_layout
 from ..solvers.linear import amg_preconditioner, pcg
 from ..solvers import stage2
-from ..solvers.stage2 import EDGE_SHARPNESS, sliver_gate
+from ..solvers.stage2 import EDGE_SHARPNESS, neighbour_weights, sliver_gate
 from ..solvers.system import NormalSystem
 from .config import TrainConfig
 
@@ -199,9 +199,7 @@ def _sliver_gate_backward(system: NormalSystem, paired: dict, threshold: float, 
     out = dict(upstream)
     for axis, lo, hi in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
         plus, minus = axis + "+", axis + "-"
-        a, b = np.ones(system.n), np.ones(system.n)
-        a[hi] = paired[plus][lo]
-        b[lo] = paired[minus][hi]
+        a, b = neighbour_weights(system, paired, axis)
         top = np.maximum(a, b)
         gate = np.minimum(top / threshold, 1.0)
         out[plus] = upstream[plus] * gate
