@@ -304,6 +304,14 @@ def test_rounds_teacher_is_binis_weights_at_the_end_of_fnin_and_its_rounds(mesh_
     other.write_bytes(Path(DEFAULT_WEIGHTS).read_bytes() + b"\0")
     keys.add(feed.teacher_path(*args, 3, str(other)))                   # other weights, other teacher
     assert len(keys) == 4
+    # Stage II's sliver gate changes the rounds' start: a teacher cached without it is another
+    from fnin_cli.solvers import stage2
+
+    gated, bini = feed.teacher_path(*args, 3, str(DEFAULT_WEIGHTS)), feed.teacher_path(*args)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stage2, "SLIVER_GATE", None)
+        assert feed.teacher_path(*args, 3, str(DEFAULT_WEIGHTS)) != gated
+        assert feed.teacher_path(*args) == bini                          # the bini teacher runs no Stage II
     cfg = _tiny(stage="edges", edge_target="rounds", teacher_rounds=3, base="b.safetensors", init_edges="e.safetensors")
     assert feed.teacher_args(cfg) == ("runs/teacher_cache", 3, "e.safetensors")
     assert feed.teacher_args(_tiny(stage="edges", edge_target="bini"))[1:] == (0, "")
