@@ -112,7 +112,7 @@ def main():
             persp = sc.K is not None
             system = NormalSystem(inp.normals, inp.mask, inp.camera)
             lam = classic_lambda(inp.camera, inp.shape)
-            z1, w, _, _ = run_fnin(system, inp, model=model, lam=lam)
+            z1, w, *_ = run_fnin(system, inp, model=model, lam=lam)
             e = lambda z: object_error(system.to_image(z), sc, persp)
             def rounds(z0):
                 return integrate_bini(system, k=2.0, z0=z0, lam=lam, z_prior=z0, max_iter=8, tol=1e-3, cg_rtol=1e-3,

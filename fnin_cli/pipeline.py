@@ -23,6 +23,7 @@ from .errors import FninError
 from .io.layout import find_in_folder
 from .solvers.bini import integrate_bini
 from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
+from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
 
 LAMBDA = 1e-3  # SPEC's prior weight lambda (see classic_lambda for its units)
@@ -248,6 +249,9 @@ REFRESH_EVERY = 3
 # build their own AMG hierarchy; a tolerance solves it to that and the rounds refresh its
 # hierarchy (docs/decisions.md#stage2-before-rounds).
 STAGE2_BEFORE_ROUNDS = 1e-3
+# the rounds after fnin keep the edge net's belief: this times its logits is added to
+# every round's BiNI weights; None: BiNI's own weights (docs/decisions.md#rounds-edge-prior)
+ROUNDS_EDGE_PRIOR = None
 
 
 def integrate(
@@ -328,9 +332,11 @@ def integrate(
             stage("refine", 0, rounds.max_rounds)
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
+        bias = (edge_prior(system, out.edge_p, ROUNDS_EDGE_PRIOR)
+                if ROUNDS_EDGE_PRIOR is not None and out.edge_p is not None else None)
         r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
-                           callback=(lambda i, e: progress(i)) if progress else None)
+                           callback=(lambda i, e: progress(i)) if progress else None, bias=bias)
         z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1
         iterations += r.iterations

@@ -17,14 +17,21 @@ def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * k * x))  # = 1 / (1 + exp(-k x)), overflow-free
 
 
-def bini_weights(system: NormalSystem, z: np.ndarray, k: float = 2.0, differences: dict | None = None) -> dict:
+def bini_weights(system: NormalSystem, z: np.ndarray, k: float = 2.0, differences: dict | None = None,
+                 bias: dict | None = None) -> dict:
     """BiNI's bilateral weights from the current z (SPEC "BiNI baseline").
 
     Per pixel, the one-sided difference (times a) with the larger square gets the
     smaller weight: w_u- = sigmoid_k((A_u+ z)^2 - (A_u- z)^2), w_u+ = 1 - w_u-.
-    ``differences``: ``system.differences(z)``, if already computed.
+    ``differences``: ``system.differences(z)``, if already computed. ``bias``: per-axis
+    logits ``{"u": ..., "v": ...}`` over the masked pixels added to the sigmoid's
+    argument, w_u- = sigmoid(k ((A_u+ z)^2 - (A_u- z)^2) + bias_u) (the edge net's prior
+    in the rounds after FNIN, :func:`fnin_cli.solvers.stage2.edge_prior`).
     """
     d = system.differences(z) if differences is None else differences
+    if bias is not None:
+        return bini_layout(sigmoid(k * (d["u+"] ** 2 - d["u-"] ** 2) + bias["u"], 1.0),
+                           sigmoid(k * (d["v+"] ** 2 - d["v-"] ** 2) + bias["v"], 1.0))
     wu_minus = sigmoid(d["u+"] ** 2 - d["u-"] ** 2, k)
     wv_minus = sigmoid(d["v+"] ** 2 - d["v-"] ** 2, k)
     return bini_layout(wu_minus, wv_minus)
@@ -35,10 +42,11 @@ def bini_layout(wu_minus: np.ndarray, wv_minus: np.ndarray) -> dict:
     return {"u+": 1.0 - wu_minus, "u-": wu_minus, "v+": 1.0 - wv_minus, "v-": wv_minus}
 
 
-def _weights_and_energy(system: NormalSystem, z: np.ndarray, k: float) -> tuple[dict, float]:
-    """BiNI's weights of z and its weighted energy, from one pass of differences."""
+def _weights_and_energy(system: NormalSystem, z: np.ndarray, k: float, bias: dict | None = None) -> tuple[dict, float]:
+    """BiNI's weights of z (``bias``: see :func:`bini_weights`) and its weighted energy,
+    from one pass of differences."""
     d = system.differences(z)
-    weights = bini_weights(system, z, k, d)
+    weights = bini_weights(system, z, k, d, bias)
     return weights, system.energy(z, weights, system.residuals(z, d))
 
 
@@ -66,6 +74,7 @@ def integrate_bini(
     solver: str = "jacobi",
     callback=None,
     hierarchy: dict | None = None,
+    bias: dict | None = None,
 ) -> IntegrationResult:
     """BiNI's iteratively reweighted least squares, written from SPEC's description.
 
@@ -75,18 +84,19 @@ def integrate_bini(
     relative change of the weighted energy drops below ``tol``. With ``solver="amg"``
     and a ``hierarchy`` dict, one AMG hierarchy (the dict's, if a solve on this system
     left one there, else the first round's) is kept and only its operators are
-    refreshed for each round's weights (the rounds after FNIN).
+    refreshed for each round's weights (the rounds after FNIN). ``bias``: per-axis logits
+    added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
     prior = np.zeros(system.n) if z_prior is None else z_prior
-    weights, energy = _weights_and_energy(system, z, k)
+    weights, energy = _weights_and_energy(system, z, k, bias)
     history = [energy]
     it = 0
     for it in range(1, max_iter + 1):
         z, _ = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
                             rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
-        weights, new_energy = _weights_and_energy(system, z, k)
+        weights, new_energy = _weights_and_energy(system, z, k, bias)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
         energy = new_energy

@@ -15,7 +15,8 @@ from .system import NormalSystem
 
 def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto", lam=1e-3,
              solver="auto", k=2.0, side: int = NETWORK_SIDE, stage=None, rtol=None, hierarchy=None):
-    """Stage I + Stage II. Returns (z, weights, discontinuity per pixel, seconds).
+    """Stage I + Stage II. Returns (z, weights, discontinuity per pixel, seconds, the edge
+    net's w_u-, w_v- as a (2, H, W) image or None).
     ``stage(name, step, total)`` is called when the Stage II solve starts; ``rtol``
     replaces Stage II's tolerance; ``hierarchy`` (a dict) keeps its AMG hierarchy for
     rounds that follow (:func:`~fnin_cli.solvers.linear.solve_spd`)."""
@@ -42,4 +43,4 @@ def run_fnin(system: NormalSystem, inp, method="fnin", model=None, device="auto"
                             own_rtol if rtol is None else rtol, maxiter, weights, hierarchy)
         seconds["solve"] = time.perf_counter() - t2
     disc = om_img[system.mask] if om_img is not None and method != "fnin-s" else None
-    return z, weights, disc, seconds
+    return z, weights, disc, seconds, p_img

@@ -45,6 +45,7 @@ class MethodOutput:
     discontinuity: object      # (n,) in [0, 1], or None to derive it from ``weights``
     iterations: int
     seconds: dict
+    edge_p: object = None      # fnin's edge net w_u-, w_v- as a (2, H, W) image (the rounds' prior), or None
 
 
 @dataclass(frozen=True)
@@ -99,10 +100,10 @@ def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
     # imported here so that wls and bini runs never import torch (tests/test_layout.py)
     from .fnin import run_fnin
 
-    z, weights, disc, seconds = run_fnin(system, inp, method=a.method, model=a.model, device=a.device, lam=a.lam,
+    z, weights, disc, seconds, p_img = run_fnin(system, inp, method=a.method, model=a.model, device=a.device, lam=a.lam,
                                          solver=a.solver, k=a.k, side=a.network_side or NETWORK_SIDE,
                                          stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy)
-    return MethodOutput(z, weights, disc, 1, seconds)
+    return MethodOutput(z, weights, disc, 1, seconds, p_img if a.method == "fnin" else None)
 
 
 # fnin's rounds when --refine is not given: the most accurate rule within a quarter of

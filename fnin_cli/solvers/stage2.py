@@ -62,6 +62,29 @@ def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float | Non
     return weights if SLIVER_GATE is None else sliver_gate(system, weights, SLIVER_GATE)
 
 
+def edge_prior(system: NormalSystem, p_img: np.ndarray, scale: float) -> dict:
+    """The edge net's belief as a bias for the rounds' BiNI weights: ``scale`` times the
+    logits of its w_u-, w_v- (probabilities clipped to [1e-6, 1 - 1e-6]) over the masked
+    pixels, as :func:`~fnin_cli.solvers.bini.bini_weights` takes them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fnin_cli.camera import Camera
+    >>> system = NormalSystem(np.dstack([np.zeros((2, 3)), np.zeros((2, 3)), -np.ones((2, 3))]),
+    ...                       np.ones((2, 3), bool), Camera(None, 1.0))
+    >>> p = np.stack([np.full((2, 3), 0.5), np.full((2, 3), 0.9)])
+    >>> bias = edge_prior(system, p, 0.5)
+    >>> float(bias["u"][0]), round(float(bias["v"][0]), 4)
+    (0.0, 1.0986)
+    """
+    out = {}
+    for i, axis in enumerate(("u", "v")):
+        q = np.clip(p_img[i][system.mask], 1e-6, 1.0 - 1e-6)
+        out[axis] = scale * np.log(q / (1.0 - q))
+    return out
+
+
 def sliver_gate(system: NormalSystem, weights: dict, threshold: float) -> dict:
     """Weights where a pixel cut off by both neighbours on an axis connects to neither.
 

@@ -1,0 +1,118 @@
+"""The edge net's prior in the rounds after FNIN (``pipeline.ROUNDS_EDGE_PRIOR``) against
+BiNI's own weights, by the rule of docs/decisions.md#rounds-edge-prior, written before
+the run.
+
+On fresh scenes never used for training or an earlier choice (48 validation-mesh scenes
+from ``VAL_SEED0 + 2_000_000``, 48 procedural ones from ``VAL_SEED0 + 200_000``, 384 px),
+the default (``pipeline.integrate`` with no flags) with each candidate scale and with
+today's rounds, the configurations in a rotated order per scene (none always pays the
+scene's first run), one thread: per-object error on the mesh scenes, ``relative_error``
+on the procedural ones, seconds of each run::
+
+    python benchmarks/rounds_edge_prior.py [--scenes 48] [--out benchmarks/results/rounds_edge_prior.json]
+
+``--dev SEED`` runs the same comparison on scenes from the *training* meshes and
+procedural scenes from SEED (a development look; no choice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from default_rounds import object_error, validation_meshes
+from fnin_cli import pipeline
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene
+from fnin_cli.data.synthetic import make_scene, relative_error
+from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.resources import limit_threads
+from fnin_cli.train.config import VAL_SEED0
+
+CANDIDATES = (0.3, 0.5, 0.7)
+MESH_SEED0 = VAL_SEED0 + 2_000_000
+PROC_SEED0 = VAL_SEED0 + 200_000
+KEYS = ("default_meshes", "default_procedural", "seconds_meshes", "seconds_procedural")
+
+
+def evaluate(names: list, meshes, scenes: int, size: int, mesh_seed0: int, proc_seed0: int) -> dict:
+    """Per-scene errors and seconds of the default with each prior scale ("off": None)."""
+    shipped = pipeline.ROUNDS_EDGE_PRIOR
+    rec = {name: {k: [] for k in KEYS} for name in names}
+    with limit_threads(1):
+        try:
+            for i in range(scenes):
+                sc = make_mesh_scene(mesh_seed0 + i, meshes, size)
+                inp = build_input(sc.normals, None, sc.mask, sc.K)
+                ps = make_scene(proc_seed0 + i, size, stack_prob=0.3, fold_prob=0.5)
+                pinp = build_input(ps.normals, None, ps.mask, ps.K)
+                order = names[i % len(names):] + names[:i % len(names)]
+                for name in order:
+                    pipeline.ROUNDS_EDGE_PRIOR = None if name == "off" else float(name)
+                    r = rec[name]
+                    t0 = time.perf_counter()
+                    z = integrate(inp).z
+                    t1 = time.perf_counter()
+                    zp = integrate(pinp).z
+                    t2 = time.perf_counter()
+                    r["seconds_meshes"].append(t1 - t0)
+                    r["seconds_procedural"].append(t2 - t1)
+                    r["default_meshes"].append(object_error(z, sc, sc.K is not None))
+                    r["default_procedural"].append(relative_error(zp[pinp.mask], ps.unknown[pinp.mask]))
+                print(i, {n: tuple(round(rec[n][k][-1], 4) for k in KEYS[:2]) for n in names}, flush=True)
+        finally:
+            pipeline.ROUNDS_EDGE_PRIOR = shipped
+    return rec
+
+
+def passes(candidate: dict, today: dict) -> bool:
+    """The rule's bounds (means over the scenes): the default on the mesh scenes <= 0.97x
+    today's, on the procedural ones no worse, seconds of each set <= 1.05x today's."""
+    return (candidate["default_meshes"] <= 0.97 * today["default_meshes"]
+            and candidate["default_procedural"] <= today["default_procedural"]
+            and candidate["seconds_meshes"] <= 1.05 * today["seconds_meshes"]
+            and candidate["seconds_procedural"] <= 1.05 * today["seconds_procedural"])
+
+
+def apply_rule(summary: dict):
+    """The adopted scale: the lowest mesh error among the candidates that pass (None: none
+    passes, the rounds keep BiNI's own weights)."""
+    ok = [c for c in CANDIDATES if passes(summary[str(c)], summary["off"])]
+    return min(ok, key=lambda c: summary[str(c)]["default_meshes"]) if ok else None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
+    ap.add_argument("--scenes", type=int, default=48)
+    ap.add_argument("--size", type=int, default=384)
+    ap.add_argument("--out", default="benchmarks/results/rounds_edge_prior.json")
+    ap.add_argument("--dev", type=int, default=None, help="first seed of a development look on training meshes")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    names = ["off"] + [str(c) for c in CANDIDATES]
+    if a.dev is None:
+        seeds, meshes = (MESH_SEED0, PROC_SEED0), validation_meshes(a.meshes)
+    else:
+        seeds = (a.dev, a.dev)
+        meshes = {k: v for k, v in load_meshes(a.meshes).items() if not is_validation(k)}
+    rec = evaluate(names, meshes, a.scenes, a.size, *seeds)
+    summary = {n: {k: float(np.mean(v)) for k, v in r.items()} for n, r in rec.items()}
+    for n in names[1:]:
+        s, o = summary[n], summary["off"]
+        s["ratios"] = {k: s[k] / o[k] for k in KEYS}
+        s["better_worse_meshes"] = [
+            int(sum(c < t - 1e-4 for c, t in zip(rec[n]["default_meshes"], rec["off"]["default_meshes"]))),
+            int(sum(c > t + 1e-4 for c, t in zip(rec[n]["default_meshes"], rec["off"]["default_meshes"])))]
+    chosen = apply_rule(summary) if a.dev is None else "development look: no choice"
+    with open(a.out, "w") as fh:
+        json.dump({"seeds": list(seeds), "per_scene": rec, "summary": summary, "adopted": chosen},
+                  fh, indent=1)
+    print(json.dumps(summary, indent=1), "adopted:", chosen)
+
+
+if __name__ == "__main__":
+    main()
