@@ -251,7 +251,7 @@ REFRESH_EVERY = 3
 STAGE2_BEFORE_ROUNDS = 1e-3
 # the rounds after fnin keep the edge net's belief: this times its logits is added to
 # every round's BiNI weights; None: BiNI's own weights (docs/decisions.md#rounds-edge-prior)
-ROUNDS_EDGE_PRIOR = None
+ROUNDS_EDGE_PRIOR = 0.3
 
 
 def integrate(

@@ -312,6 +312,13 @@ def test_rounds_teacher_is_binis_weights_at_the_end_of_fnin_and_its_rounds(mesh_
         mp.setattr(stage2, "SLIVER_GATE", None)
         assert feed.teacher_path(*args, 3, str(DEFAULT_WEIGHTS)) != gated
         assert feed.teacher_path(*args) == bini                          # the bini teacher runs no Stage II
+    # so does the rounds' edge-net prior (pipeline.ROUNDS_EDGE_PRIOR)
+    from fnin_cli import pipeline
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline, "ROUNDS_EDGE_PRIOR", None)
+        assert feed.teacher_path(*args, 3, str(DEFAULT_WEIGHTS)) != gated
+        assert feed.teacher_path(*args) == bini                          # nor does it change the bini teacher
     cfg = _tiny(stage="edges", edge_target="rounds", teacher_rounds=3, base="b.safetensors", init_edges="e.safetensors")
     assert feed.teacher_args(cfg) == ("runs/teacher_cache", 3, "e.safetensors")
     assert feed.teacher_args(_tiny(stage="edges", edge_target="bini"))[1:] == (0, "")

@@ -8,6 +8,7 @@ from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.solvers.bini import bini_weights, integrate_bini
 from fnin_cli.solvers.linear import pcg, sa_hierarchy
 from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD, DEFAULT_ROUNDS
+from fnin_cli.solvers.stage2 import edge_prior
 from fnin_cli.solvers.system import NormalSystem
 
 from helpers import aligned_error, camera, step_surface
@@ -148,3 +149,61 @@ def test_with_finest_on_a_one_level_hierarchy_factors_the_new_matrix():
     assert len(ml.levels) == 1
     b = np.random.default_rng(0).normal(size=40)
     np.testing.assert_allclose(ml.with_finest(A2).vcycle(b), spla.spsolve(A2.tocsc(), b), rtol=1e-12)
+
+
+def _true_edge_image(system, inp, surf, kind):
+    """BiNI's w_u-, w_v- of the true unknown as the (2, H, W) image an edge net gives."""
+    zt = (np.log(surf.depth) if kind == "persp" else surf.depth)[inp.mask]
+    wt = bini_weights(system, zt)
+    p = np.zeros((2,) + inp.shape)
+    p[0][inp.mask], p[1][inp.mask] = wt["u-"], wt["v-"]
+    return p
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+def test_edge_prior_keeps_the_cut_the_plain_rounds_lose(kind):
+    """From the smooth WLS start of the step scene, plain BiNI rounds smear the jump over
+    both sides (each side > 0.1 of its range off after 8 rounds); with a prior that knows
+    the cut (the true weights' logits, scale 0.5), two rounds give each side's shape to
+    1e-3. A zero prior (p = 0.5) is BiNI's own rounds."""
+    inp, surf, system, lam = _step_system(kind)
+    _, side = step_surface(camera(kind))
+    z0 = integrate(inp, "wls").z[inp.mask]
+    mode = "scale" if kind == "persp" else "offset"
+
+    def side_errors(bias, rounds):
+        r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=rounds, tol=0.0, solver="amg", bias=bias)
+        z = system.to_image(r.z)
+        est = np.exp(z) if kind == "persp" else z
+        return [aligned_error(est, surf.depth, inp.mask & s, mode) for s in (side, ~side)], r
+
+    plain, r_plain = side_errors(None, 8)
+    assert min(plain) > 0.1
+    informed, _ = side_errors(edge_prior(system, _true_edge_image(system, inp, surf, kind), 0.5), 2)
+    assert max(informed) < 1e-3
+    flat, r_flat = side_errors(edge_prior(system, np.full((2,) + inp.shape, 0.5), 0.5), 8)
+    np.testing.assert_array_equal(r_flat.z, r_plain.z)
+
+
+def test_edge_prior_reaches_the_rounds_after_fnin_only(monkeypatch):
+    """pipeline.ROUNDS_EDGE_PRIOR changes the default's rounds (their first weights carry
+    the edge net's logits) and leaves the one-shot and bini as they were."""
+    import fnin_cli.pipeline as P
+    import fnin_cli.solvers.bini as B
+
+    inp, _, _, _ = _step_system()
+    seen = []
+    real = B._weights_and_energy
+    monkeypatch.setattr(B, "_weights_and_energy", lambda s, z, k, bias=None: seen.append(bias) or real(s, z, k, bias))
+    monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", None)
+    one_off, default_off = integrate(inp, refine=0).z, integrate(inp, refine=2).z
+    assert seen and all(b is None for b in seen)
+    seen.clear()
+    monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", 0.5)
+    one_on, default_on = integrate(inp, refine=0).z, integrate(inp, refine=2).z
+    assert len(seen) == 3 and all(set(b) == {"u", "v"} for b in seen)   # start + 2 rounds
+    np.testing.assert_array_equal(one_on, one_off)
+    assert not np.array_equal(default_on, default_off)
+    seen.clear()
+    integrate(inp, "bini")
+    assert seen and all(b is None for b in seen)

@@ -101,14 +101,19 @@ def mesh_folder_key(meshes: str) -> str:
 def teacher_path(teacher_cache, seed, res, stack_prob=0.0, fold_prob=0.0, meshes="", mesh_prob=0.0,
                  rounds: int = 0, model: str = "") -> Path:
     """The cache file of scene ``seed``'s teacher weights (``rounds``, ``model``: the
-    rounds teacher's, see :func:`teacher_weights`; its key also holds Stage II's sliver gate)."""
+    rounds teacher's, see :func:`teacher_weights`; its key also holds Stage II's sliver gate
+    and the rounds' edge-net prior)."""
     key = f"{int(seed)}_{res}_{stack_prob}_{fold_prob}_{mesh_prob}_{mesh_folder_key(meshes)}"
     if rounds:
         from ..solvers import stage2
 
         # FNIN's Stage II gate changes what the rounds start from (None: as before the gate)
+        from .. import pipeline
+
         gate = "" if stage2.SLIVER_GATE is None else f"_gate{stage2.SLIVER_GATE}"
-        key += f"_rounds{int(rounds)}_{file_key(model)}{gate}"
+        # the rounds' edge-net prior changes where they go (None: as before the prior)
+        prior = "" if pipeline.ROUNDS_EDGE_PRIOR is None else f"_prior{pipeline.ROUNDS_EDGE_PRIOR}"
+        key += f"_rounds{int(rounds)}_{file_key(model)}{gate}{prior}"
     return Path(teacher_cache) / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.npy"
 
 
