@@ -5,7 +5,7 @@ rounds, as ``pipeline.integrate`` does) on fresh scenes rendered from the valida
 meshes, records each round's per-object error and time, and ``bini`` beside it; then
 applies the rule written down before the measurement. Usage::
 
-    python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--out results.json]
+    python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--out results.json] [--seed0 N]
     python benchmarks/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
     python benchmarks/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
     python benchmarks/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
@@ -22,9 +22,12 @@ import numpy as np
 
 from fnin_cli.bench.cases import align_and_errors
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, load_meshes, make_mesh_scene, mesh_files, split_names
+from fnin_cli import pipeline
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import bini_weights
+from fnin_cli.solvers.fnin import run_fnin
+from fnin_cli.solvers.stage2 import edge_prior
 from fnin_cli.solvers.system import NormalSystem
 from fnin_cli.train.config import VAL_SEED0
 
@@ -59,20 +62,22 @@ def trajectory(sc, rounds: int):
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     persp = sc.K is not None
     t0 = time.perf_counter()
-    res = integrate(inp, "fnin", refine=0)
-    t_one = time.perf_counter() - t0
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
     lam = classic_lambda(inp.camera, inp.shape)
-    z0 = res.z[inp.mask]
-    steps = [(0.0, np.inf, object_error(res.z, sc, persp))]
-    # the loop of solvers.bini.integrate_bini, with the error recorded after each round
+    z0, *_, p_img = run_fnin(system, inp, lam=lam)       # what integrate(inp, refine=0) computes
+    t_one = time.perf_counter() - t0
+    steps = [(0.0, np.inf, object_error(system.to_image(z0), sc, persp))]
+    # the loop of solvers.bini.integrate_bini, with the error recorded after each round;
+    # the rounds' edge-net prior as the pipeline applies it (pipeline.ROUNDS_EDGE_PRIOR)
     t1 = time.perf_counter()
+    prior = pipeline.ROUNDS_EDGE_PRIOR
+    bias = edge_prior(system, p_img, prior) if prior is not None and p_img is not None else None
     z, cache, t_rounds = z0.copy(), {}, 0.0
-    w = bini_weights(system, z)
+    w = bini_weights(system, z, bias=bias)
     energy = system.energy(z, w)
     for _ in range(rounds):
         z, _ = system.solve(w, lam=lam, z_prior=z0, x0=z, method="amg", rtol=1e-3, maxiter=5000, hierarchy=cache)
-        w = bini_weights(system, z)
+        w = bini_weights(system, z, bias=bias)
         new = system.energy(z, w)
         rel = abs(energy - new) / energy if energy > 0 else 0.0
         energy = new
@@ -147,6 +152,7 @@ def main():
     ap.add_argument("--scenes", type=int, default=16)
     ap.add_argument("--size", type=int, default=384)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--seed0", type=int, default=SEED0, help="first scene's seed of the rounds rule")
     ap.add_argument("--compare-stage2", action="store_true")
     ap.add_argument("--compare-refine-rtol", action="store_true")
     ap.add_argument("--compare-refresh", action="store_true")
@@ -184,9 +190,9 @@ def main():
     records = []
     with limit_threads(1):
         for i in range(a.scenes):
-            sc = make_mesh_scene(SEED0 + i, meshes, a.size)
+            sc = make_mesh_scene(a.seed0 + i, meshes, a.size)
             t_one, steps, bini = trajectory(sc, max(MAX_ROUNDS))
-            records.append({"seed": SEED0 + i, "one_shot": t_one, "steps": steps, "bini": bini})
+            records.append({"seed": a.seed0 + i, "one_shot": t_one, "steps": steps, "bini": bini})
             print(i, f"one-shot {steps[0][2]:.4f} ({t_one:.2f} s)", f"24 rounds {steps[-1][2]:.4f} ({steps[-1][0]:.2f} s)",
                   f"bini {bini[1]:.4f} ({bini[0]:.2f} s)", flush=True)
     summary = apply_rule(records)
