@@ -235,9 +235,7 @@ def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm
     (IRLS rounds): the first ``amg`` call stores its hierarchy there and later calls
     only refresh its operators (:meth:`Hierarchy.refreshed`); with
     ``hierarchy["refresh_every"] = k`` only every k-th later call refreshes them all,
-    the others replace the finest operator alone (:meth:`Hierarchy.with_finest`);
-    ``hierarchy["theta"]``: the strength threshold its first call builds with (default
-    ``SA_THETA``).
+    the others replace the finest operator alone (:meth:`Hierarchy.with_finest`).
     """
     with limit_threads(1, torch=False, env=False):
         return _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy)
@@ -266,7 +264,7 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
         else:
             ml, calls = hierarchy.get("ml"), hierarchy.get("calls", 0)
             if ml is None:
-                ml = sa_hierarchy(A, theta=hierarchy.get("theta", SA_THETA))
+                ml = sa_hierarchy(A)
             elif (calls - 1) % hierarchy.get("refresh_every", 1) == 0:
                 ml = ml.refreshed(A)
             else:

@@ -29,9 +29,6 @@ EDGE_SHARPNESS = 2.0
 # this) is a one-pixel sliver between two jumps: its own weights on that axis fade to 0;
 # None: off (docs/decisions.md#sliver-gate)
 SLIVER_GATE = 0.5
-# the one-shot's AMG strength threshold, when no rounds share its hierarchy; None:
-# SA_THETA (docs/decisions.md#one-shot-theta)
-ONE_SHOT_THETA = None
 
 
 def pick_solver(solver: str) -> tuple:
@@ -182,15 +179,12 @@ def stage2(system: NormalSystem, z_r: np.ndarray, omega_img: np.ndarray | None, 
            maxiter: int = 5000, weights: dict | None = None, hierarchy: dict | None = None):
     """One WLS solve with the prior z_R: weights from omega (fnin) or BiNI's from z_R (fnin-s);
     ``weights`` given (the edge net's) are used as they are; ``hierarchy``: see
-    :func:`~fnin_cli.solvers.linear.solve_spd` (None: no rounds follow, and an AMG
-    hierarchy of its own is built with ``ONE_SHOT_THETA`` when that is set)."""
+    :func:`~fnin_cli.solvers.linear.solve_spd`."""
     if weights is None and method == "fnin":
         # paired weights (docs/decisions.md#paired-attention-weights)
         weights = attention_weights(system, omega_img)
     elif weights is None:
         weights = bini_weights(system, z_r, k)
-    if hierarchy is None and ONE_SHOT_THETA is not None and solver == "amg":
-        hierarchy = {"theta": ONE_SHOT_THETA}
     z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol, maxiter=maxiter,
                         hierarchy=hierarchy)
     return z, weights
