@@ -17,16 +17,14 @@ procedural scenes from SEED (a development look; no choice).
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 
-import numpy as np
 import torch
 
-from default_rounds import object_error, validation_meshes
+from candidate_rules import parse_args, report, scene_sets, summarise
+from default_rounds import object_error
 from fnin_cli import pipeline
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene
+from fnin_cli.data.mesh_scenes import make_mesh_scene
 from fnin_cli.data.synthetic import make_scene, relative_error
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
@@ -85,33 +83,12 @@ def apply_rule(summary: dict):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
-    ap.add_argument("--scenes", type=int, default=48)
-    ap.add_argument("--size", type=int, default=384)
-    ap.add_argument("--out", default="benchmarks/results/rounds_edge_prior.json")
-    ap.add_argument("--dev", type=int, default=None, help="first seed of a development look on training meshes")
-    a = ap.parse_args()
+    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/rounds_edge_prior.json")
     torch.set_num_threads(1)
     names = ["off"] + [str(c) for c in CANDIDATES]
-    if a.dev is None:
-        seeds, meshes = (MESH_SEED0, PROC_SEED0), validation_meshes(a.meshes)
-    else:
-        seeds = (a.dev, a.dev)
-        meshes = {k: v for k, v in load_meshes(a.meshes).items() if not is_validation(k)}
+    seeds, meshes = scene_sets(a, MESH_SEED0, PROC_SEED0)
     rec = evaluate(names, meshes, a.scenes, a.size, *seeds)
-    summary = {n: {k: float(np.mean(v)) for k, v in r.items()} for n, r in rec.items()}
-    for n in names[1:]:
-        s, o = summary[n], summary["off"]
-        s["ratios"] = {k: s[k] / o[k] for k in KEYS}
-        s["better_worse_meshes"] = [
-            int(sum(c < t - 1e-4 for c, t in zip(rec[n]["default_meshes"], rec["off"]["default_meshes"]))),
-            int(sum(c > t + 1e-4 for c, t in zip(rec[n]["default_meshes"], rec["off"]["default_meshes"])))]
-    chosen = apply_rule(summary) if a.dev is None else "development look: no choice"
-    with open(a.out, "w") as fh:
-        json.dump({"seeds": list(seeds), "per_scene": rec, "summary": summary, "adopted": chosen},
-                  fh, indent=1)
-    print(json.dumps(summary, indent=1), "adopted:", chosen)
+    report(a, seeds, rec, summarise(rec, "default_meshes"), apply_rule)
 
 
 if __name__ == "__main__":

@@ -15,15 +15,10 @@ procedural scenes from SEED (the development look before the rule; no choice).
 
 from __future__ import annotations
 
-import argparse
-import json
-
-import numpy as np
 import torch
 
-from default_rounds import validation_meshes
+from candidate_rules import parse_args, report, scene_sets, summarise
 from edge_sharpness import evaluate
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes
 from fnin_cli.solvers import stage2
 from fnin_cli.train.config import VAL_SEED0
 
@@ -49,34 +44,13 @@ def apply_rule(summary: dict):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
-    ap.add_argument("--scenes", type=int, default=48)
-    ap.add_argument("--size", type=int, default=384)
-    ap.add_argument("--out", default="benchmarks/results/sliver_gate.json")
-    ap.add_argument("--dev", type=int, default=None, help="first seed of a development look on training meshes")
-    a = ap.parse_args()
+    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/sliver_gate.json")
     torch.set_num_threads(1)
     a_now = stage2.EDGE_SHARPNESS
     configs = {"off": (a_now, None, None), **{str(t): (a_now, None, t) for t in CANDIDATES}}
-    if a.dev is None:
-        seeds, meshes = (MESH_SEED0, PROC_SEED0), validation_meshes(a.meshes)
-    else:
-        seeds = (a.dev, a.dev)
-        meshes = {k: v for k, v in load_meshes(a.meshes).items() if not is_validation(k)}
+    seeds, meshes = scene_sets(a, MESH_SEED0, PROC_SEED0)
     rec = evaluate(configs, meshes, a.scenes, a.size, *seeds)
-    summary = {n: {k: float(np.mean(v)) for k, v in r.items()} for n, r in rec.items()}
-    for n in CANDIDATES:
-        s, o = summary[str(n)], summary["off"]
-        s["ratios"] = {k: s[k] / o[k] for k in o}
-        s["better_worse_oneshot_meshes"] = [
-            int(sum(c < t - 1e-4 for c, t in zip(rec[str(n)]["oneshot_meshes"], rec["off"]["oneshot_meshes"]))),
-            int(sum(c > t + 1e-4 for c, t in zip(rec[str(n)]["oneshot_meshes"], rec["off"]["oneshot_meshes"])))]
-    chosen = apply_rule(summary) if a.dev is None else "development look: no choice"
-    with open(a.out, "w") as fh:
-        json.dump({"seeds": list(seeds), "per_scene": rec, "summary": summary, "adopted": chosen},
-                  fh, indent=1)
-    print(json.dumps(summary, indent=1), "adopted:", chosen)
+    report(a, seeds, rec, summarise(rec, "oneshot_meshes"), apply_rule)
 
 
 if __name__ == "__main__":

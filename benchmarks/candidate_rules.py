@@ -1,0 +1,56 @@
+"""What the candidate-against-today benchmarks share (``sliver_gate.py``,
+``rounds_edge_prior.py``): their command line, the scenes they run on, and the summary
+their rules read."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from default_rounds import validation_meshes
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes
+
+
+def parse_args(description: str, out: str, scenes: int = 48, size: int = 384):
+    """``--meshes``, ``--scenes``, ``--size``, ``--out`` and ``--dev SEED`` (a development
+    look on the training meshes: no choice)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
+    ap.add_argument("--scenes", type=int, default=scenes)
+    ap.add_argument("--size", type=int, default=size)
+    ap.add_argument("--out", default=out)
+    ap.add_argument("--dev", type=int, default=None, help="first seed of a development look on training meshes")
+    return ap.parse_args()
+
+
+def scene_sets(a, mesh_seed0: int, proc_seed0: int) -> tuple:
+    """((mesh seed0, procedural seed0), meshes): the rule's fresh seeds and the validation
+    meshes, or with ``--dev`` that seed for both and the training meshes."""
+    if a.dev is None:
+        return (mesh_seed0, proc_seed0), validation_meshes(a.meshes)
+    return (a.dev, a.dev), {k: v for k, v in load_meshes(a.meshes).items() if not is_validation(k)}
+
+
+def summarise(rec: dict, key: str) -> dict:
+    """Per configuration the mean of each recorded list; for each one but "off", its
+    ratios to "off" and on how many scenes it is better / worse than "off" on ``key``."""
+    summary = {n: {k: float(np.mean(v)) for k, v in r.items()} for n, r in rec.items()}
+    off = dict(summary["off"])
+    for n in rec:
+        if n == "off":
+            continue
+        s = summary[n]
+        s["ratios"] = {k: s[k] / off[k] for k in off}
+        pairs = list(zip(rec[n][key], rec["off"][key]))
+        s[f"better_worse_{key}"] = [int(sum(c < t - 1e-4 for c, t in pairs)), int(sum(c > t + 1e-4 for c, t in pairs))]
+    return summary
+
+
+def report(a, seeds, rec: dict, summary: dict, apply_rule) -> None:
+    """Apply the rule (not on a ``--dev`` look), write the JSON to ``a.out`` and print the summary."""
+    chosen = apply_rule(summary) if a.dev is None else "development look: no choice"
+    with open(a.out, "w") as fh:
+        json.dump({"seeds": list(seeds), "per_scene": rec, "summary": summary, "adopted": chosen}, fh, indent=1)
+    print(json.dumps(summary, indent=1), "adopted:", chosen)
