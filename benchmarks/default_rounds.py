@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
+from fnin_cli import pipeline
 from fnin_cli.bench.cases import align_and_errors
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, load_meshes, make_mesh_scene, mesh_files, split_names
-from fnin_cli import pipeline
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import bini_weights

@@ -100,9 +100,10 @@ def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
     # imported here so that wls and bini runs never import torch (tests/test_layout.py)
     from .fnin import run_fnin
 
-    z, weights, disc, seconds, p_img = run_fnin(system, inp, method=a.method, model=a.model, device=a.device, lam=a.lam,
-                                         solver=a.solver, k=a.k, side=a.network_side or NETWORK_SIDE,
-                                         stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy)
+    z, weights, disc, seconds, p_img = run_fnin(system, inp, method=a.method, model=a.model, device=a.device,
+                                                lam=a.lam, solver=a.solver, k=a.k,
+                                                side=a.network_side or NETWORK_SIDE, stage=a.stage, rtol=a.rtol,
+                                                hierarchy=a.hierarchy)
     return MethodOutput(z, weights, disc, 1, seconds, p_img if a.method == "fnin" else None)
 
 
