@@ -18,7 +18,7 @@ import torch
 
 from ..data.synthetic import make_scene, scene_arrays
 from ..model.geometry import Level
-from .config import TEACHER_TARGETS
+from .config import TEACHER_TARGETS, TrainConfig
 
 DEFAULT_TEACHER_CACHE = "runs/teacher_cache"
 _MESHES = {}
@@ -143,7 +143,7 @@ def make_batch(seeds, res, stack_prob: float = 0.0, device="cpu", fold_prob: flo
                            teacher_model) for s in seeds], device)
 
 
-def teacher_args(cfg: "TrainConfig") -> tuple:
+def teacher_args(cfg: TrainConfig) -> tuple:
     """(cache folder, rounds, weights file) of the run's teacher for :func:`_scene`
     (cache None: no teacher; rounds 0: the bini teacher). The rounds teacher runs the
     weights file whose edge net the run is fine-tuned from (``init_edges``), else ``base``."""
@@ -176,7 +176,7 @@ class SceneFeed:
     scenes of the next ``ahead`` steps while the current one trains; the scenes are the
     same either way (each is a function of its seed), so the run stays deterministic."""
 
-    def __init__(self, cfg: "TrainConfig", ahead: int = 4):
+    def __init__(self, cfg: TrainConfig, ahead: int = 4):
         self.cfg, self.ahead = cfg, ahead
         self.pool = None
         self.pending = {}
