@@ -36,9 +36,11 @@ PROC_SEED0 = VAL_SEED0 + 200_000
 KEYS = ("default_meshes", "default_procedural", "seconds_meshes", "seconds_procedural")
 
 
-def evaluate(names: list, meshes, scenes: int, size: int, mesh_seed0: int, proc_seed0: int) -> dict:
-    """Per-scene errors and seconds of the default with each prior scale ("off": None)."""
-    shipped = pipeline.ROUNDS_EDGE_PRIOR
+def evaluate(names: list, meshes, scenes: int, size: int, mesh_seed0: int, proc_seed0: int,
+             constant: str = "ROUNDS_EDGE_PRIOR") -> dict:
+    """Per-scene errors and seconds of the default with ``pipeline.<constant>`` at each
+    value of ``names`` ("off": None)."""
+    shipped = getattr(pipeline, constant)
     rec = {name: {k: [] for k in KEYS} for name in names}
     with limit_threads(1):
         try:
@@ -49,7 +51,7 @@ def evaluate(names: list, meshes, scenes: int, size: int, mesh_seed0: int, proc_
                 pinp = build_input(ps.normals, None, ps.mask, ps.K)
                 order = names[i % len(names):] + names[:i % len(names)]
                 for name in order:
-                    pipeline.ROUNDS_EDGE_PRIOR = None if name == "off" else float(name)
+                    setattr(pipeline, constant, None if name == "off" else float(name))
                     r = rec[name]
                     t0 = time.perf_counter()
                     z = integrate(inp).z
@@ -62,7 +64,7 @@ def evaluate(names: list, meshes, scenes: int, size: int, mesh_seed0: int, proc_
                     r["default_procedural"].append(relative_error(zp[pinp.mask], ps.unknown[pinp.mask]))
                 print(i, {n: tuple(round(rec[n][k][-1], 4) for k in KEYS[:2]) for n in names}, flush=True)
         finally:
-            pipeline.ROUNDS_EDGE_PRIOR = shipped
+            setattr(pipeline, constant, shipped)
     return rec
 
 

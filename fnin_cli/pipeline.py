@@ -252,6 +252,9 @@ STAGE2_BEFORE_ROUNDS = 1e-3
 # the rounds after fnin keep the edge net's belief: this times its logits is added to
 # every round's BiNI weights; None: BiNI's own weights (docs/decisions.md#rounds-edge-prior)
 ROUNDS_EDGE_PRIOR = 0.3
+# BiNI's sharpness k in the rounds that carry that prior; None: BiNI's own 2
+# (docs/decisions.md#rounds-k-with-prior)
+ROUNDS_K = None
 
 
 def integrate(
@@ -263,7 +266,7 @@ def integrate(
     depth_at: tuple | None = None,
     model=None,
     solver: str = "auto",
-    bini_k: float = 2.0,
+    bini_k: float | None = None,
     lam: float = LAMBDA,
     progress=None,
     network_side: int | None = None,
@@ -289,6 +292,10 @@ def integrate(
         (orthographic; default mean 0): a masked mean, or one known pixel.
     model : FNINet, optional
         A loaded network instead of the bundled weights.
+    bini_k : float, optional
+        BiNI's sigmoid sharpness, for ``bini``, ``fnin-s`` and every round; None: 2,
+        and ``ROUNDS_K`` (if set) for the rounds after ``fnin``, which carry the edge
+        net's prior.
     progress : callable, optional
         ``progress(i)`` after each BiNI iteration (of the bini solve or a refine round).
     stage : callable, optional
@@ -320,7 +327,8 @@ def integrate(
     rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
     hierarchy = {"refresh_every": REFRESH_EVERY} if rounds.max_rounds else None
     shared = rounds.max_rounds and STAGE2_BEFORE_ROUNDS is not None
-    out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, bini_k, device, model, network_side,
+    k = 2.0 if bini_k is None else float(bini_k)
+    out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, k, device, model, network_side,
                                                    progress, stage, STAGE2_BEFORE_ROUNDS if shared else None,
                                                    hierarchy if shared else None))
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
@@ -334,7 +342,9 @@ def integrate(
         # (docs/decisions.md#refine-prior).
         bias = (edge_prior(system, out.edge_p, ROUNDS_EDGE_PRIOR)
                 if ROUNDS_EDGE_PRIOR is not None and out.edge_p is not None else None)
-        r = integrate_bini(system, k=bini_k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
+        if bias is not None and bini_k is None and ROUNDS_K is not None:
+            k = ROUNDS_K
+        r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
                            callback=(lambda i, e: progress(i)) if progress else None, bias=bias)
         z, weights, refined = r.z, r.weights, r.iterations

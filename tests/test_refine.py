@@ -207,3 +207,29 @@ def test_edge_prior_reaches_the_rounds_after_fnin_only(monkeypatch):
     seen.clear()
     integrate(inp, "bini")
     assert seen and all(b is None for b in seen)
+
+
+def test_rounds_k_applies_to_the_rounds_that_carry_the_prior(monkeypatch):
+    """pipeline.ROUNDS_K sets BiNI's k of the rounds after fnin (they carry the edge-net
+    prior); bini keeps 2, and an explicit bini_k sets every k."""
+    import fnin_cli.pipeline as P
+    import fnin_cli.solvers.bini as B
+
+    inp, _, _, _ = _step_system()
+    ks = []
+    real = B._weights_and_energy
+    monkeypatch.setattr(B, "_weights_and_energy", lambda s, z, k, bias=None: ks.append((k, bias is None)) or real(s, z, k, bias))
+    monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", 0.3)
+    monkeypatch.setattr(P, "ROUNDS_K", 3.0)
+    integrate(inp, refine=2)
+    assert ks == [(3.0, False)] * 3
+    ks.clear()
+    integrate(inp, "bini")
+    assert ks and all(k == 2.0 and plain for k, plain in ks)
+    ks.clear()
+    integrate(inp, refine=2, bini_k=1.5)
+    assert ks == [(1.5, False)] * 3
+    ks.clear()
+    monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", None)                  # no prior: BiNI's own k
+    integrate(inp, refine=2)
+    assert ks == [(2.0, True)] * 3
