@@ -68,19 +68,20 @@ def evaluate(names: list, meshes, scenes: int, size: int, mesh_seed0: int, proc_
     return rec
 
 
-def passes(candidate: dict, today: dict) -> bool:
-    """The rule's bounds (means over the scenes): the default on the mesh scenes <= 0.97x
-    today's, on the procedural ones no worse, seconds of each set <= 1.05x today's."""
-    return (candidate["default_meshes"] <= 0.97 * today["default_meshes"]
+def passes(candidate: dict, today: dict, mesh_bound: float = 0.97) -> bool:
+    """The rule's bounds (means over the scenes): the default on the mesh scenes <=
+    ``mesh_bound`` x today's, on the procedural ones no worse, seconds of each set <=
+    1.05x today's."""
+    return (candidate["default_meshes"] <= mesh_bound * today["default_meshes"]
             and candidate["default_procedural"] <= today["default_procedural"]
             and candidate["seconds_meshes"] <= 1.05 * today["seconds_meshes"]
             and candidate["seconds_procedural"] <= 1.05 * today["seconds_procedural"])
 
 
-def apply_rule(summary: dict):
-    """The adopted scale: the lowest mesh error among the candidates that pass (None: none
-    passes, the rounds keep BiNI's own weights)."""
-    ok = [c for c in CANDIDATES if passes(summary[str(c)], summary["off"])]
+def apply_rule(summary: dict, candidates: tuple = CANDIDATES, mesh_bound: float = 0.97):
+    """The adopted value: the lowest mesh error among the candidates that pass (None: none
+    passes, today's stays: for this script's prior, BiNI's own weights)."""
+    ok = [c for c in candidates if passes(summary[str(c)], summary["off"], mesh_bound)]
     return min(ok, key=lambda c: summary[str(c)]["default_meshes"]) if ok else None
 
 

@@ -15,31 +15,22 @@ procedural scenes from SEED (a development look; no choice).
 
 from __future__ import annotations
 
+import rounds_edge_prior
 import torch
 
 from candidate_rules import parse_args, report, scene_sets, summarise
 from fnin_cli.train.config import VAL_SEED0
-from rounds_edge_prior import evaluate
 
 CANDIDATES = (2.5, 3.0)
 MESH_SEED0 = VAL_SEED0 + 2_300_000
 PROC_SEED0 = VAL_SEED0 + 230_000
 
 
-def passes(candidate: dict, today: dict) -> bool:
-    """The rule's bounds (means over the scenes): the default on the mesh scenes <= 0.98x
-    today's, on the procedural ones no worse, seconds of each set <= 1.05x today's."""
-    return (candidate["default_meshes"] <= 0.98 * today["default_meshes"]
-            and candidate["default_procedural"] <= today["default_procedural"]
-            and candidate["seconds_meshes"] <= 1.05 * today["seconds_meshes"]
-            and candidate["seconds_procedural"] <= 1.05 * today["seconds_procedural"])
-
-
 def apply_rule(summary: dict):
-    """The adopted k: the lowest mesh error among the candidates that pass (None: none
-    passes, the rounds keep k = 2)."""
-    ok = [c for c in CANDIDATES if passes(summary[str(c)], summary["off"])]
-    return min(ok, key=lambda c: summary[str(c)]["default_meshes"]) if ok else None
+    """The adopted k: the lowest mesh error among the candidates whose default is <= 0.98x
+    k = 2's on the mesh scenes, no worse on the procedural ones, and no more than 1.05x as
+    slow on each (None: none passes, the rounds keep k = 2)."""
+    return rounds_edge_prior.apply_rule(summary, CANDIDATES, mesh_bound=0.98)
 
 
 def main():
@@ -47,7 +38,7 @@ def main():
     torch.set_num_threads(1)
     names = ["off"] + [str(c) for c in CANDIDATES]
     seeds, meshes = scene_sets(a, MESH_SEED0, PROC_SEED0)
-    rec = evaluate(names, meshes, a.scenes, a.size, *seeds, constant="ROUNDS_K")
+    rec = rounds_edge_prior.evaluate(names, meshes, a.scenes, a.size, *seeds, constant="ROUNDS_K")
     report(a, seeds, rec, summarise(rec, "default_meshes"), apply_rule)
 
 
