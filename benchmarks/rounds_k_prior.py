@@ -15,9 +15,9 @@ procedural scenes from SEED (a development look; no choice).
 
 from __future__ import annotations
 
-import rounds_edge_prior
 import torch
 
+import rounds_edge_prior
 from candidate_rules import parse_args, report, scene_sets, summarise
 from fnin_cli.train.config import VAL_SEED0
 
