@@ -44,6 +44,12 @@ def validation_meshes(folder) -> dict:
 
 def object_error(z_img, sc, perspective: bool) -> float:
     """Mean over objects of the aligned MADE over the object's depth spread."""
+    return float(np.mean(object_errors(z_img, sc, perspective)))
+
+
+def object_errors(z_img, sc, perspective: bool) -> list:
+    """Per object of at least MIN_OBJECT_PIXELS pixels: the aligned MADE over the object's
+    depth spread."""
     est = np.exp(z_img) if perspective else z_img
     errs = []
     for o in np.unique(sc.object_id[sc.mask]):
@@ -54,7 +60,7 @@ def object_error(z_img, sc, perspective: bool) -> float:
         made = align_and_errors(np.where(m, est, np.nan), gt, m, perspective)["made"]
         g = sc.depth[m]
         errs.append(made / max(float(np.mean(np.abs(g - np.median(g)))), 1e-12))
-    return float(np.mean(errs))
+    return errs
 
 
 def trajectory(sc, rounds: int):
