@@ -72,8 +72,9 @@ def integrate_cmd(
                                        "invalid (NaN, zero, not unit length); they are dropped"),
     method: str = typer.Option(DEFAULT_METHOD, "--method", "-m", help=method_help()),
     refine: Optional[int] = typer.Option(
-        None, "--refine", help="BiNI rounds started from the method's result (default: fnin's own "
-        "rounds under a stopping rule, none for the others; 0 = FNIN's one-shot)"),
+        None, "--refine", help="BiNI rounds started from the method's result, after fnin with its edge "
+        "map as a prior (default: fnin's own rounds under a stopping rule, none for the others; 0 = "
+        "FNIN's one-shot)"),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
     network_side: Optional[int] = typer.Option(None, "--network-side", help="fnin: finest network scale, short "
                                                "side in pixels (default 64; larger is slower, see README)"),
