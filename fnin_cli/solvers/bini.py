@@ -29,12 +29,10 @@ def bini_weights(system: NormalSystem, z: np.ndarray, k: float = 2.0, difference
     in the rounds after FNIN, :func:`fnin_cli.solvers.stage2.edge_prior`).
     """
     d = system.differences(z) if differences is None else differences
-    if bias is not None:
-        return bini_layout(sigmoid(k * (d["u+"] ** 2 - d["u-"] ** 2) + bias["u"], 1.0),
-                           sigmoid(k * (d["v+"] ** 2 - d["v-"] ** 2) + bias["v"], 1.0))
-    wu_minus = sigmoid(d["u+"] ** 2 - d["u-"] ** 2, k)
-    wv_minus = sigmoid(d["v+"] ** 2 - d["v-"] ** 2, k)
-    return bini_layout(wu_minus, wv_minus)
+    xu, xv = d["u+"] ** 2 - d["u-"] ** 2, d["v+"] ** 2 - d["v-"] ** 2
+    if bias is None:
+        return bini_layout(sigmoid(xu, k), sigmoid(xv, k))
+    return bini_layout(sigmoid(k * xu + bias["u"], 1.0), sigmoid(k * xv + bias["v"], 1.0))
 
 
 def bini_layout(wu_minus: np.ndarray, wv_minus: np.ndarray) -> dict:
