@@ -19,7 +19,8 @@ Memory: :class:`PeakMemory` measures the peak resident memory of a ``with`` bloc
 kernel's high-water mark VmHWM, reset through ``/proc/self/clear_refs``; where that is
 not allowed a thread samples the RSS every 5 ms; without ``/proc`` the process's lifetime
 peak from ``getrusage``) and, when torch has CUDA initialised, the peak device memory.
-:func:`available_memory` is what a new allocation can get.
+:func:`available_memory` is what a new allocation can get. :func:`torch_hugepages` lets
+PyTorch's CPU tensors of 2 MB or more use transparent huge pages.
 """
 
 from __future__ import annotations
@@ -122,6 +123,21 @@ def limit_threads(n: int, *, torch: bool | None = None, blas: bool = True, env: 
 
 
 # ------------------------------------------------------------------ memory
+
+# PyTorch's switch for transparent huge pages under its CPU tensors of 2 MB or more; read
+# at its first such allocation (docs/decisions.md#torch-hugepages)
+THP_ENV = "THP_MEM_ALLOC_ENABLE"
+
+
+def torch_hugepages() -> bool:
+    """Set ``THP_MEM_ALLOC_ENABLE=1`` for this process unless it is already set, so that
+    PyTorch's large CPU tensors ask the kernel for transparent huge pages: fewer page
+    faults when memory starts fresh, the same numbers (docs/decisions.md#torch-hugepages).
+    It takes effect only before PyTorch's first tensor of 2 MB or more. Returns whether
+    the variable is on."""
+    os.environ.setdefault(THP_ENV, "1")
+    return os.environ[THP_ENV] == "1"
+
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new allocation (MemAvailable), or None if unknown."""
@@ -272,5 +288,5 @@ class PeakMemory:
         return None if self.peak is None else self.peak / 1024
 
 
-__all__ = ["THREAD_ENV", "ThreadLimit", "limit_threads", "available_memory", "rss_kb", "release_memory",
+__all__ = ["THREAD_ENV", "THP_ENV", "torch_hugepages", "ThreadLimit", "limit_threads", "available_memory", "rss_kb", "release_memory",
            "cuda_in_use", "cuda_synchronize", "PeakMemory"]

@@ -1,6 +1,8 @@
 """fnin_cli.resources: thread limits are applied and restored; peak memory is seen."""
 
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -9,7 +11,7 @@ import scipy.linalg  # noqa: F401  (a second BLAS, scipy's own OpenBLAS)
 import torch
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from fnin_cli.resources import THREAD_ENV, PeakMemory, available_memory, limit_threads
+from fnin_cli.resources import THP_ENV, THREAD_ENV, PeakMemory, available_memory, limit_threads, torch_hugepages
 
 
 def blas_threads():
@@ -82,3 +84,22 @@ def test_peak_memory_on_cuda():
         x = torch.empty(64 * 2**20, dtype=torch.uint8, device="cuda")
         del x
     assert mem.device_peak >= 64
+
+
+def test_torch_hugepages_sets_the_switch_unless_the_user_did(monkeypatch):
+    monkeypatch.delenv(THP_ENV, raising=False)
+    assert torch_hugepages() is True and os.environ[THP_ENV] == "1"
+    monkeypatch.setenv(THP_ENV, "0")
+    assert torch_hugepages() is False and os.environ[THP_ENV] == "0"
+
+
+@pytest.mark.parametrize("given, expected", [(None, "1"), ("0", "0")])
+def test_network_modules_switch_huge_pages_on_before_torch_loads(given, expected):
+    # a fresh process: the switch must be set when torch is first imported by fnin
+    env = {k: v for k, v in os.environ.items() if k != THP_ENV}
+    if given is not None:
+        env[THP_ENV] = given
+    code = ("import os, sys; import fnin_cli.model.weights; assert 'torch' in sys.modules; "
+            f"print(os.environ.get('{THP_ENV}'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == expected
