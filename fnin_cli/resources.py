@@ -288,5 +288,5 @@ class PeakMemory:
         return None if self.peak is None else self.peak / 1024
 
 
-__all__ = ["THREAD_ENV", "THP_ENV", "torch_hugepages", "ThreadLimit", "limit_threads", "available_memory", "rss_kb", "release_memory",
-           "cuda_in_use", "cuda_synchronize", "PeakMemory"]
+__all__ = ["THREAD_ENV", "THP_ENV", "torch_hugepages", "ThreadLimit", "limit_threads", "available_memory", "rss_kb",
+           "release_memory", "cuda_in_use", "cuda_synchronize", "PeakMemory"]
