@@ -1,7 +1,7 @@
 """Choose fnin's default rounds (docs/decisions.md#default-rounds).
 
-Runs FNIN's one-shot and then 24 BiNI rounds (the AMG hierarchy refreshed between
-rounds, as ``pipeline.integrate`` does) on fresh scenes rendered from the validation
+Runs FNIN and then 24 BiNI rounds exactly as ``pipeline.integrate`` runs them (Stage II
+before rounds, the shared AMG hierarchy, the edge-net prior and its k) on fresh scenes rendered from the validation
 meshes, records each round's per-object error and time, and ``bini`` beside it; then
 applies the rule written down before the measurement. Usage::
 
@@ -64,26 +64,34 @@ def object_errors(z_img, sc, perspective: bool) -> list:
 
 
 def trajectory(sc, rounds: int):
-    """(one-shot seconds, [(cumulative round seconds, energy change, error)], bini (seconds, error))."""
+    """(one-shot seconds, [(cumulative round seconds, energy change, error)], bini (seconds, error)).
+
+    The network and Stage II as ``pipeline.integrate`` runs them when rounds follow
+    (``STAGE2_BEFORE_ROUNDS``, its AMG hierarchy kept for the rounds), then the loop of
+    ``solvers.bini.integrate_bini`` with the pipeline's constants (the edge-net prior, its
+    k, ``REFINE_RTOL``, ``REFRESH_EVERY``), the error recorded after each round."""
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     persp = sc.K is not None
     t0 = time.perf_counter()
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
     lam = classic_lambda(inp.camera, inp.shape)
-    z0, *_, p_img = run_fnin(system, inp, lam=lam)       # what integrate(inp, refine=0) computes
+    cache = {"refresh_every": pipeline.REFRESH_EVERY}
+    shared = pipeline.STAGE2_BEFORE_ROUNDS is not None
+    z0, *_, p_img = run_fnin(system, inp, lam=lam, rtol=pipeline.STAGE2_BEFORE_ROUNDS if shared else None,
+                             hierarchy=cache if shared else None)
     t_one = time.perf_counter() - t0
     steps = [(0.0, np.inf, object_error(system.to_image(z0), sc, persp))]
-    # the loop of solvers.bini.integrate_bini, with the error recorded after each round;
-    # the rounds' edge-net prior as the pipeline applies it (pipeline.ROUNDS_EDGE_PRIOR)
     t1 = time.perf_counter()
     prior = pipeline.ROUNDS_EDGE_PRIOR
     bias = edge_prior(system, p_img, prior) if prior is not None and p_img is not None else None
-    z, cache, t_rounds = z0.copy(), {}, 0.0
-    w = bini_weights(system, z, bias=bias)
+    k = pipeline.ROUNDS_K if bias is not None and pipeline.ROUNDS_K is not None else 2.0
+    z, t_rounds = z0.copy(), 0.0
+    w = bini_weights(system, z, k, bias=bias)
     energy = system.energy(z, w)
     for _ in range(rounds):
-        z, _ = system.solve(w, lam=lam, z_prior=z0, x0=z, method="amg", rtol=1e-3, maxiter=5000, hierarchy=cache)
-        w = bini_weights(system, z, bias=bias)
+        z, _ = system.solve(w, lam=lam, z_prior=z0, x0=z, method=pipeline.REFINE_SOLVER, rtol=pipeline.REFINE_RTOL,
+                            maxiter=5000, hierarchy=cache)
+        w = bini_weights(system, z, k, bias=bias)
         new = system.energy(z, w)
         rel = abs(energy - new) / energy if energy > 0 else 0.0
         energy = new
