@@ -69,7 +69,7 @@ def trajectory(sc, rounds: int):
     The network and Stage II as ``pipeline.integrate`` runs them when rounds follow
     (``STAGE2_BEFORE_ROUNDS``, its AMG hierarchy kept for the rounds), then the loop of
     ``solvers.bini.integrate_bini`` with the pipeline's constants (the edge-net prior, its
-    k, ``pipeline.rounds_rtol``, ``REFRESH_EVERY``), the error recorded after each round."""
+    k, ``REFINE_RTOL``, ``REFRESH_EVERY``), the error recorded after each round."""
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     persp = sc.K is not None
     t0 = time.perf_counter()
@@ -86,13 +86,11 @@ def trajectory(sc, rounds: int):
     bias = edge_prior(system, p_img, prior) if prior is not None and p_img is not None else None
     k = pipeline.ROUNDS_K if bias is not None and pipeline.ROUNDS_K is not None else 2.0
     z, t_rounds = z0.copy(), 0.0
-    rtol = pipeline.rounds_rtol(bias is not None)
-    rtols = rtol if isinstance(rtol, tuple) else (rtol,)
     w = bini_weights(system, z, k, bias=bias)
     energy = system.energy(z, w)
-    for i in range(1, rounds + 1):
-        z, _ = system.solve(w, lam=lam, z_prior=z0, x0=z, method=pipeline.REFINE_SOLVER,
-                            rtol=rtols[min(i, len(rtols)) - 1], maxiter=5000, hierarchy=cache)
+    for _ in range(rounds):
+        z, _ = system.solve(w, lam=lam, z_prior=z0, x0=z, method=pipeline.REFINE_SOLVER, rtol=pipeline.REFINE_RTOL,
+                            maxiter=5000, hierarchy=cache)
         w = bini_weights(system, z, k, bias=bias)
         new = system.energy(z, w)
         rel = abs(energy - new) / energy if energy > 0 else 0.0

@@ -255,9 +255,6 @@ ROUNDS_EDGE_PRIOR = 0.3
 # BiNI's sharpness k in the rounds that carry that prior; None: BiNI's own 2
 # (docs/decisions.md#rounds-k-with-prior)
 ROUNDS_K = 3.0
-# (tolerance, rounds): the first rounds that carry the prior solve only to this looser
-# tolerance, the rest to REFINE_RTOL; None: REFINE_RTOL for all (docs/decisions.md#rounds-rtol-schedule)
-ROUNDS_EARLY_RTOL = None
 
 
 def integrate(
@@ -348,8 +345,7 @@ def integrate(
         if bias is not None and bini_k is None and ROUNDS_K is not None:
             k = ROUNDS_K
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
-                           tol=rounds.tol, cg_rtol=rounds_rtol(bias is not None), solver=REFINE_SOLVER,
-                           hierarchy=hierarchy,
+                           tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
                            callback=(lambda i, e: progress(i)) if progress else None, bias=bias)
         z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1
@@ -367,22 +363,6 @@ def integrate(
             f"wrong convention? {conventions.FLIP_HINT}")
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, method, seconds, note, zimg, iterations, warnings, refined)
-
-
-def rounds_rtol(carries_prior: bool):
-    """The rounds' inner tolerance, as ``integrate_bini``'s ``cg_rtol`` takes it:
-    ``REFINE_RTOL``, or for rounds that carry the edge net's prior with
-    ``ROUNDS_EARLY_RTOL`` set, its looser tolerance for its first rounds, then ``REFINE_RTOL``.
-
-    Examples
-    --------
-    >>> rounds_rtol(False)
-    0.001
-    """
-    if not carries_prior or ROUNDS_EARLY_RTOL is None:
-        return REFINE_RTOL
-    early, n_early = ROUNDS_EARLY_RTOL
-    return (early,) * n_early + (REFINE_RTOL,)
 
 
 def classic_lambda(camera: Camera, shape) -> float:

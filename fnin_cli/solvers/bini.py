@@ -67,7 +67,7 @@ def integrate_bini(
     z_prior: np.ndarray | None = None,
     max_iter: int = 150,
     tol: float = 1e-4,
-    cg_rtol: float | tuple = 1e-3,
+    cg_rtol: float = 1e-3,
     cg_maxiter: int = 5000,
     solver: str = "jacobi",
     callback=None,
@@ -78,8 +78,7 @@ def integrate_bini(
 
     Starts from ``z0`` (0 = BiNI's own start), solves each round inexactly with
     Jacobi-PCG to ``cg_rtol`` warm-started at the previous z (part of the method: an
-    exact inner solve changes the trajectory; a tuple gives round i its i-th value, the
-    last one for the rounds beyond it), updates the weights, and stops when the
+    exact inner solve changes the trajectory), updates the weights, and stops when the
     relative change of the weighted energy drops below ``tol``. With ``solver="amg"``
     and a ``hierarchy`` dict, one AMG hierarchy (the dict's, if a solve on this system
     left one there, else the first round's) is kept and only its operators are
@@ -92,10 +91,9 @@ def integrate_bini(
     weights, energy = _weights_and_energy(system, z, k, bias)
     history = [energy]
     it = 0
-    rtols = tuple(cg_rtol) if isinstance(cg_rtol, (tuple, list)) else (cg_rtol,)
     for it in range(1, max_iter + 1):
         z, _ = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
-                            rtol=rtols[min(it, len(rtols)) - 1], maxiter=cg_maxiter, hierarchy=hierarchy)
+                            rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
         weights, new_energy = _weights_and_energy(system, z, k, bias)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
