@@ -7,6 +7,7 @@ of the split) at small sizes, so that they run in seconds on the CPU.
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -181,6 +182,22 @@ def test_default_key_runs_what_integrate_runs_without_flags(mesh_dir, monkeypatc
     want = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)["made"]
     assert runner.run_one(cases[0], "default", refine=0)["made_mm"] == pytest.approx(want, rel=1e-6)
 
+
+
+def test_rounds_benchmark_follows_the_pipelines_rounds(mesh_dir, repo_root, monkeypatch):
+    # regression: benchmarks/default_rounds.py chose DEFAULT_ROUNDS on a trajectory that had
+    # drifted from integrate (k = 2 where the pipeline ran k = 3, its own AMG hierarchy)
+    monkeypatch.syspath_prepend(str(repo_root / "benchmarks"))
+    default_rounds = importlib.import_module("default_rounds")
+    from fnin_cli.pipeline import build_input
+    from fnin_cli.solvers.registry import DEFAULT_ROUNDS
+
+    sc = mesh_scenes.make_mesh_scene(5, mesh_scenes.load_meshes(mesh_dir), 48, noise=False)
+    _, steps, _ = default_rounds.trajectory(sc, DEFAULT_ROUNDS.max_rounds)
+    kept = next(i for i in range(1, len(steps)) if steps[i][1] < DEFAULT_ROUNDS.tol or i == DEFAULT_ROUNDS.max_rounds)
+    res = integrate(build_input(sc.normals, None, sc.mask, sc.K))
+    assert res.rounds == kept
+    assert steps[kept][2] == default_rounds.object_error(res.z, sc, sc.K is not None)
 
 # ------------------------------------------------------------------ train --meshes
 
