@@ -5,7 +5,7 @@ before rounds, the shared AMG hierarchy, the edge-net prior and its k) on fresh 
 meshes, records each round's per-object error and time, and ``bini`` beside it; then
 applies the rule written down before the measurement. Usage::
 
-    python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--out results.json] [--seed0 N]
+    python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--width W] [--out results.json] [--seed0 N]
     python benchmarks/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
     python benchmarks/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
     python benchmarks/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
@@ -164,7 +164,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--scenes", type=int, default=16)
-    ap.add_argument("--size", type=int, default=384)
+    ap.add_argument("--size", type=int, default=384, help="scene height (and width unless --width)")
+    ap.add_argument("--width", type=int, default=None, help="scene width of the rounds rule (default: --size)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--seed0", type=int, default=SEED0, help="first scene's seed of the rounds rule")
     ap.add_argument("--compare-stage2", action="store_true")
@@ -204,7 +205,7 @@ def main():
     records = []
     with limit_threads(1):
         for i in range(a.scenes):
-            sc = make_mesh_scene(a.seed0 + i, meshes, a.size)
+            sc = make_mesh_scene(a.seed0 + i, meshes, a.size, a.width)
             t_one, steps, bini = trajectory(sc, max(MAX_ROUNDS))
             records.append({"seed": a.seed0 + i, "one_shot": t_one, "steps": steps, "bini": bini})
             print(i, f"one-shot {steps[0][2]:.4f} ({t_one:.2f} s)", f"24 rounds {steps[-1][2]:.4f} ({steps[-1][0]:.2f} s)",
