@@ -10,19 +10,29 @@ import json
 import numpy as np
 
 from default_rounds import validation_meshes
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes
+from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene
+from fnin_cli.data.synthetic import make_scene
+from fnin_cli.pipeline import build_input
 
 
-def parse_args(description: str, out: str, scenes: int = 48, size: int = 384):
-    """``--meshes``, ``--scenes``, ``--size``, ``--out`` and ``--dev SEED`` (a development
-    look on the training meshes: no choice)."""
+def parse_args(description: str, out: str, scenes: int = 48, size: int = 384, dev: bool = True):
+    """``--meshes``, ``--scenes``, ``--size``, ``--out`` and, with ``dev``, ``--dev SEED``
+    (a development look on the training meshes: no choice)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--scenes", type=int, default=scenes)
     ap.add_argument("--size", type=int, default=size)
     ap.add_argument("--out", default=out)
-    ap.add_argument("--dev", type=int, default=None, help="first seed of a development look on training meshes")
+    if dev:
+        ap.add_argument("--dev", type=int, default=None, help="first seed of a development look on training meshes")
     return ap.parse_args()
+
+
+def scene_pair(i: int, meshes, size: int, mesh_seed0: int, proc_seed0: int) -> tuple:
+    """Scene ``i`` of a rule's two sets: (mesh scene, its Input, procedural scene, its Input)."""
+    sc = make_mesh_scene(mesh_seed0 + i, meshes, size)
+    ps = make_scene(proc_seed0 + i, size, stack_prob=0.3, fold_prob=0.5)
+    return sc, build_input(sc.normals, None, sc.mask, sc.K), ps, build_input(ps.normals, None, ps.mask, ps.K)
 
 
 def scene_sets(a, mesh_seed0: int, proc_seed0: int) -> tuple:

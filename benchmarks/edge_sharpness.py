@@ -13,17 +13,16 @@ then the rule written down before the run::
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import numpy as np
 import torch
 
+from candidate_rules import parse_args, scene_pair
 from default_rounds import object_error, validation_meshes
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, make_mesh_scene
-from fnin_cli.data.synthetic import make_scene, relative_error
-from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.data.synthetic import relative_error
+from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers import stage2
 from fnin_cli.train.config import VAL_SEED0
@@ -52,11 +51,8 @@ def evaluate(configs: dict, meshes, scenes: int, size: int, mesh_seed0: int, pro
     with limit_threads(1):
         try:
             for i in range(scenes):
-                sc = make_mesh_scene(mesh_seed0 + i, meshes, size)
-                inp = build_input(sc.normals, None, sc.mask, sc.K)
+                sc, inp, ps, pinp = scene_pair(i, meshes, size, mesh_seed0, proc_seed0)
                 persp = sc.K is not None
-                ps = make_scene(proc_seed0 + i, size, stack_prob=0.3, fold_prob=0.5)
-                pinp = build_input(ps.normals, None, ps.mask, ps.K)
                 for name, (sharpness, model, *gate) in configs.items():
                     stage2.EDGE_SHARPNESS = sharpness
                     stage2.SLIVER_GATE = gate[0] if gate else shipped[1]
@@ -84,12 +80,7 @@ def passes(candidate: dict, today: dict) -> bool:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
-    ap.add_argument("--scenes", type=int, default=24)
-    ap.add_argument("--size", type=int, default=384)
-    ap.add_argument("--out", default="benchmarks/results/edge_sharpness_meshes.json")
-    a = ap.parse_args()
+    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/edge_sharpness_meshes.json", scenes=24, dev=False)
     torch.set_num_threads(1)
     meshes = validation_meshes(a.meshes)
     rec = evaluate({str(c): (c, None) for c in CANDIDATES}, meshes, a.scenes, a.size, MESH_SEED0, PROC_SEED0)

@@ -21,12 +21,11 @@ import time
 
 import torch
 
-from candidate_rules import parse_args, report, scene_sets, summarise
+from candidate_rules import parse_args, report, scene_pair, scene_sets, summarise
 from default_rounds import object_error
 from fnin_cli import pipeline
-from fnin_cli.data.mesh_scenes import make_mesh_scene
-from fnin_cli.data.synthetic import make_scene, relative_error
-from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.data.synthetic import relative_error
+from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.train.config import VAL_SEED0
 
@@ -45,10 +44,7 @@ def evaluate(names: list, meshes, scenes: int, size: int, mesh_seed0: int, proc_
     with limit_threads(1):
         try:
             for i in range(scenes):
-                sc = make_mesh_scene(mesh_seed0 + i, meshes, size)
-                inp = build_input(sc.normals, None, sc.mask, sc.K)
-                ps = make_scene(proc_seed0 + i, size, stack_prob=0.3, fold_prob=0.5)
-                pinp = build_input(ps.normals, None, ps.mask, ps.K)
+                sc, inp, ps, pinp = scene_pair(i, meshes, size, mesh_seed0, proc_seed0)
                 order = names[i % len(names):] + names[:i % len(names)]
                 for name in order:
                     setattr(pipeline, constant, None if name == "off" else float(name))

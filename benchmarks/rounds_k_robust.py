@@ -11,16 +11,16 @@ the configurations in a rotated order per scene, one thread::
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import numpy as np
 import torch
 
+from candidate_rules import parse_args
 from default_rounds import object_errors, validation_meshes
 from fnin_cli import pipeline
-from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, make_mesh_scene
+from fnin_cli.data.mesh_scenes import make_mesh_scene
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.train.config import VAL_SEED0
@@ -42,12 +42,7 @@ def apply_rule(summary: dict, today: float = 3.0):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
-    ap.add_argument("--scenes", type=int, default=64)
-    ap.add_argument("--size", type=int, default=384)
-    ap.add_argument("--out", default="benchmarks/results/rounds_k_robust.json")
-    a = ap.parse_args()
+    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/rounds_k_robust.json", scenes=64, dev=False)
     torch.set_num_threads(1)
     meshes = validation_meshes(a.meshes)
     names = [str(k) for k in CANDIDATES]
