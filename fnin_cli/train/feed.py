@@ -16,8 +16,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import pipeline
 from ..data.synthetic import make_scene, scene_arrays
 from ..model.geometry import Level
+from ..solvers import stage2
 from .config import TEACHER_TARGETS, TrainConfig
 
 DEFAULT_TEACHER_CACHE = "runs/teacher_cache"
@@ -105,9 +107,6 @@ def teacher_path(teacher_cache, seed, res, stack_prob=0.0, fold_prob=0.0, meshes
     and the rounds' edge-net prior)."""
     key = f"{int(seed)}_{res}_{stack_prob}_{fold_prob}_{mesh_prob}_{mesh_folder_key(meshes)}"
     if rounds:
-        from .. import pipeline
-        from ..solvers import stage2
-
         # FNIN's Stage II gate changes what the rounds start from (None: as before the gate)
         gate = "" if stage2.SLIVER_GATE is None else f"_gate{stage2.SLIVER_GATE}"
         # the rounds' edge-net prior changes where they go (None: as before the prior)
