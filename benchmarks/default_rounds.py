@@ -10,6 +10,7 @@ applies the rule written down before the measurement. Usage::
     python benchmarks/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
     python benchmarks/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
     python benchmarks/default_rounds.py --compare-sweeps    # docs/decisions.md#amg-smoother
+    python benchmarks/default_rounds.py --compare-rebuild   # docs/decisions.md#rounds-rebuild
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fnin_cli.bench.cases import align_and_errors
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, load_meshes, make_mesh_scene, mesh_files, split_names
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
-from fnin_cli.solvers.bini import bini_weights
+from fnin_cli.solvers.bini import bini_weights, needs_rebuild
 from fnin_cli.solvers.fnin import run_fnin
 from fnin_cli.solvers.stage2 import edge_prior
 from fnin_cli.solvers.system import NormalSystem
@@ -75,7 +76,7 @@ def trajectory(sc, rounds: int):
     t0 = time.perf_counter()
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
     lam = classic_lambda(inp.camera, inp.shape)
-    cache = {"refresh_every": pipeline.REFRESH_EVERY}
+    cache = {"refresh_every": pipeline.REFRESH_EVERY, "rebuild_after": pipeline.REBUILD_AFTER}
     shared = pipeline.STAGE2_BEFORE_ROUNDS is not None
     z0, *_, p_img = run_fnin(system, inp, lam=lam, rtol=pipeline.STAGE2_BEFORE_ROUNDS if shared else None,
                              hierarchy=cache if shared else None)
@@ -89,8 +90,9 @@ def trajectory(sc, rounds: int):
     w = bini_weights(system, z, k, bias=bias)
     energy = system.energy(z, w)
     for _ in range(rounds):
-        z, _ = system.solve(w, lam=lam, z_prior=z0, x0=z, method=pipeline.REFINE_SOLVER, rtol=pipeline.REFINE_RTOL,
-                            maxiter=5000, hierarchy=cache)
+        z, info = system.solve(w, lam=lam, z_prior=z0, x0=z, method=pipeline.REFINE_SOLVER,
+                               rtol=pipeline.REFINE_RTOL, maxiter=5000, hierarchy=cache)
+        needs_rebuild(cache, info)
         w = bini_weights(system, z, k, bias=bias)
         new = system.energy(z, w)
         rel = abs(energy - new) / energy if energy > 0 else 0.0
@@ -129,18 +131,19 @@ def apply_rule(records):
 
 
 def compare_default(meshes, scenes: int, size: int, out: str, constant: str, candidates: dict, seed0: int = SEED0,
-                    module=None, refine=None):
+                    module=None, refine=None, width: int | None = None):
     """The default with ``<module>.<constant>`` (default ``pipeline``) at each of
     ``candidates`` (name -> value; the first is today's), interleaved per scene, same
     process; the cheapest candidate within 1% of today's mean error and faster than it is
-    adopted. ``refine``: as ``integrate``'s (0: the one-shot)."""
+    adopted. ``refine``: as ``integrate``'s (0: the one-shot); scenes ``size`` high and
+    ``width`` (default ``size``) wide."""
     from fnin_cli import pipeline
 
     module = pipeline if module is None else module
     shipped = getattr(module, constant)
     res = {name: [] for name in candidates}
     for i in range(scenes):
-        sc = make_mesh_scene(seed0 + i, meshes, size)
+        sc = make_mesh_scene(seed0 + i, meshes, size, width)
         inp = build_input(sc.normals, None, sc.mask, sc.K)
         for name, value in candidates.items():
             setattr(module, constant, value)
@@ -172,6 +175,7 @@ def main():
     ap.add_argument("--compare-refine-rtol", action="store_true")
     ap.add_argument("--compare-refresh", action="store_true")
     ap.add_argument("--compare-sweeps", action="store_true")
+    ap.add_argument("--compare-rebuild", action="store_true")
     a = ap.parse_args()
     import torch
 
@@ -200,6 +204,11 @@ def main():
                 compare_default(meshes, a.scenes, a.size, a.out or f"benchmarks/results/vcycle_sweeps_{name}.json",
                                 "VCYCLE_SWEEPS", {"symmetric": "symmetric", "one-each": "one-each"},
                                 seed0=SEED0 + 200_000, module=linear, refine=refine)
+        return
+    if a.compare_rebuild:   # fresh scenes at the size of the issue's time targets
+        with limit_threads(1):
+            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/rounds_rebuild.json",
+                            "REBUILD_AFTER", {"never": None, "6": 6, "8": 8}, seed0=a.seed0, width=a.width)
         return
     a.out = a.out or "benchmarks/results/default_rounds.json"
     records = []

@@ -245,6 +245,9 @@ REFINE_RTOL = 1e-3
 # the rounds refresh the AMG hierarchy's coarse operators every k-th round, the finest
 # every round (docs/decisions.md#refresh-every)
 REFRESH_EVERY = 3
+# a round whose solve took more than this many PCG iterations has the next round build a
+# fresh AMG hierarchy; None: never (docs/decisions.md#rounds-rebuild)
+REBUILD_AFTER = None
 # Stage II before rounds: None solves it as the one-shot does (SOLVE_RTOL) and the rounds
 # build their own AMG hierarchy; a tolerance solves it to that and the rounds refresh its
 # hierarchy (docs/decisions.md#stage2-before-rounds).
@@ -325,7 +328,7 @@ def integrate(
     if stage is not None:
         stage("network" if BY_NAME[method].needs_network else "solve", None, None)
     rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
-    hierarchy = {"refresh_every": REFRESH_EVERY} if rounds.max_rounds else None
+    hierarchy = {"refresh_every": REFRESH_EVERY, "rebuild_after": REBUILD_AFTER} if rounds.max_rounds else None
     shared = rounds.max_rounds and STAGE2_BEFORE_ROUNDS is not None
     k = 2.0 if bini_k is None else float(bini_k)
     out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, k, device, model, network_side,

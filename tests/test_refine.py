@@ -138,6 +138,54 @@ def test_rounds_refresh_the_coarse_operators_every_kth_round(monkeypatch, every)
     assert "".join(calls) == "".join("R" if (i - 1) % every == 0 else "f" for i in range(1, 7))
 
 
+@pytest.mark.parametrize("after", [0, 2, None])
+def test_a_round_that_took_many_iterations_rebuilds_the_hierarchy(monkeypatch, after):
+    """With hierarchy["rebuild_after"] = m, a round whose PCG took more than m iterations
+    makes the next round build a fresh hierarchy (sa_hierarchy on that round's matrix);
+    the others follow the refresh schedule, and None never rebuilds."""
+    from fnin_cli.solvers import linear
+
+    events, its = [], []
+    real_sa, real_pcg = linear.sa_hierarchy, linear.pcg
+    monkeypatch.setattr(linear, "sa_hierarchy", lambda A: events.append("B") or real_sa(A))
+
+    def counting_pcg(*args, **kw):
+        out = real_pcg(*args, **kw)
+        its.append(out[1])
+        return out
+
+    monkeypatch.setattr(linear, "pcg", counting_pcg)
+    inp, _, system, lam = _step_system()
+    z0 = integrate(inp, "wls").z[inp.mask]
+    events.clear(), its.clear()
+    r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
+                       hierarchy={"refresh_every": 1, "rebuild_after": after})
+    assert r.iterations == 6 and len(its) == 6
+    built = [i for i in range(6) if i == 0 or (after is not None and its[i - 1] > after)]
+    assert events == ["B"] * len(built)
+    if after == 0:
+        assert len(built) == 1 + sum(it > 0 for it in its[:-1]) and len(built) > 1
+    # the rebuilt rounds end where the refreshed ones do (the same system, tolerance 1e-3)
+    ref = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
+                         hierarchy={"refresh_every": 1})
+    assert np.max(np.abs(r.z - ref.z)) < 1e-2 * np.ptp(ref.z)
+
+
+def test_needs_rebuild_reads_the_last_solves_iterations():
+    from fnin_cli.solvers.bini import needs_rebuild
+    from fnin_cli.solvers.linear import SolveInfo
+
+    h = {"rebuild_after": 8}
+    needs_rebuild(h, SolveInfo("amg", 8, 1e-3, 0.0, 0.0))
+    assert "rebuild" not in h
+    needs_rebuild(h, SolveInfo("amg", 9, 1e-3, 0.0, 0.0))
+    assert h["rebuild"] is True
+    h = {"rebuild_after": None}
+    needs_rebuild(h, SolveInfo("amg", 500, 1e-3, 0.0, 0.0))
+    assert "rebuild" not in h
+    needs_rebuild(None, SolveInfo("amg", 500, 1e-3, 0.0, 0.0))   # no hierarchy kept: nothing to do
+
+
 def test_with_finest_on_a_one_level_hierarchy_factors_the_new_matrix():
     """A system of at most SA_MAX_COARSE unknowns is one level, solved by LU: replacing its
     operator must replace the factorisation too (the V-cycle is then the exact inverse)."""

@@ -48,6 +48,16 @@ def _weights_and_energy(system: NormalSystem, z: np.ndarray, k: float, bias: dic
     return weights, system.energy(z, weights, system.residuals(z, d))
 
 
+def needs_rebuild(hierarchy: dict | None, info) -> None:
+    """After a round's solve: if it took more than ``hierarchy["rebuild_after"]`` PCG
+    iterations, the kept AMG hierarchy's aggregates no longer fit the weights (a cut
+    the rounds opened runs through them), so the next solve builds a fresh one
+    (docs/decisions.md#rounds-rebuild)."""
+    if hierarchy is not None and hierarchy.get("rebuild_after") is not None \
+            and info.iterations > hierarchy["rebuild_after"]:
+        hierarchy["rebuild"] = True
+
+
 @dataclass
 class IntegrationResult:
     """What ``integrate_wls`` and ``integrate_bini`` return."""
@@ -82,8 +92,10 @@ def integrate_bini(
     relative change of the weighted energy drops below ``tol``. With ``solver="amg"``
     and a ``hierarchy`` dict, one AMG hierarchy (the dict's, if a solve on this system
     left one there, else the first round's) is kept and only its operators are
-    refreshed for each round's weights (the rounds after FNIN). ``bias``: per-axis logits
-    added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
+    refreshed for each round's weights (the rounds after FNIN); with
+    ``hierarchy["rebuild_after"] = m`` a round whose solve took more than m PCG iterations
+    has the next round build a fresh hierarchy (:func:`needs_rebuild`). ``bias``: per-axis
+    logits added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
@@ -92,8 +104,9 @@ def integrate_bini(
     history = [energy]
     it = 0
     for it in range(1, max_iter + 1):
-        z, _ = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
-                            rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
+        z, info = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
+                               rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
+        needs_rebuild(hierarchy, info)
         weights, new_energy = _weights_and_energy(system, z, k, bias)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0

@@ -235,7 +235,9 @@ def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm
     (IRLS rounds): the first ``amg`` call stores its hierarchy there and later calls
     only refresh its operators (:meth:`Hierarchy.refreshed`); with
     ``hierarchy["refresh_every"] = k`` only every k-th later call refreshes them all,
-    the others replace the finest operator alone (:meth:`Hierarchy.with_finest`).
+    the others replace the finest operator alone (:meth:`Hierarchy.with_finest`). A
+    caller that sets ``hierarchy["rebuild"] = True`` gets a fresh hierarchy (new
+    aggregates from this matrix) at the next call instead.
     """
     with limit_threads(1, torch=False, env=False):
         return _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy)
@@ -263,7 +265,7 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
             M = amg_preconditioner(A)
         else:
             ml, calls = hierarchy.get("ml"), hierarchy.get("calls", 0)
-            if ml is None:
+            if ml is None or hierarchy.pop("rebuild", False):
                 ml = sa_hierarchy(A)
             elif (calls - 1) % hierarchy.get("refresh_every", 1) == 0:
                 ml = ml.refreshed(A)
