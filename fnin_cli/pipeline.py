@@ -247,7 +247,7 @@ REFINE_RTOL = 1e-3
 REFRESH_EVERY = 3
 # a round whose solve took more than this many PCG iterations has the next round build a
 # fresh AMG hierarchy; None: never (docs/decisions.md#rounds-rebuild)
-REBUILD_AFTER = None
+REBUILD_AFTER = 8
 # Stage II before rounds: None solves it as the one-shot does (SOLVE_RTOL) and the rounds
 # build their own AMG hierarchy; a tolerance solves it to that and the rounds refresh its
 # hierarchy (docs/decisions.md#stage2-before-rounds).

@@ -78,9 +78,12 @@ def test_default_rounds_stop_by_rule_and_refine_counts_exactly():
 
 def test_default_builds_one_amg_hierarchy_for_stage2_and_its_rounds(monkeypatch):
     """Stage II before the rounds solves to STAGE2_BEFORE_ROUNDS and leaves its hierarchy
-    to the rounds, which only refresh it; the one-shot keeps SOLVE_RTOL."""
+    to the rounds, which only refresh it (rebuilds after slow rounds switched off here:
+    they have their own test below); the one-shot keeps SOLVE_RTOL."""
     from fnin_cli import pipeline
     from fnin_cli.solvers import linear, stage2
+
+    monkeypatch.setattr(pipeline, "REBUILD_AFTER", None)
 
     built, tols = [], []
     real_build, real_solve = linear.sa_hierarchy, linear.solve_spd
