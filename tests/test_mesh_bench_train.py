@@ -184,9 +184,15 @@ def test_default_key_runs_what_integrate_runs_without_flags(mesh_dir, monkeypatc
 
 
 
-def test_rounds_benchmark_follows_the_pipelines_rounds(mesh_dir, repo_root, monkeypatch):
+@pytest.mark.parametrize("rebuild_after", ["shipped", 0])
+def test_rounds_benchmark_follows_the_pipelines_rounds(mesh_dir, repo_root, monkeypatch, rebuild_after):
     # regression: benchmarks/default_rounds.py chose DEFAULT_ROUNDS on a trajectory that had
-    # drifted from integrate (k = 2 where the pipeline ran k = 3, its own AMG hierarchy)
+    # drifted from integrate (k = 2 where the pipeline ran k = 3, its own AMG hierarchy);
+    # rebuild_after = 0 rebuilds the hierarchy after every round that iterated at all
+    from fnin_cli import pipeline
+
+    if rebuild_after != "shipped":
+        monkeypatch.setattr(pipeline, "REBUILD_AFTER", rebuild_after)
     monkeypatch.syspath_prepend(str(repo_root / "benchmarks"))
     default_rounds = importlib.import_module("default_rounds")
     from fnin_cli.pipeline import build_input
