@@ -286,8 +286,8 @@ def integrate(
         or fnin-stage1 (the network alone, no Stage II solve: a fast preview).
     refine : int, optional
         BiNI IRLS rounds started from the method's result: exactly ``refine`` of them,
-        or with None the method's own rounds (``Method.rounds``; for ``fnin``: rounds
-        under a stopping rule). ``refine=0`` with ``fnin`` is the paper's one-shot.
+        or with None the method's own rounds (``Method.rounds``; for ``fnin``:
+        ``registry.DEFAULT_ROUNDS``). ``refine=0`` with ``fnin`` is the paper's one-shot.
     device : str
         auto, cpu, cuda or mps: where the network of the fnin methods runs.
     mean_depth, depth_at : float, (row, col, depth)

@@ -284,3 +284,15 @@ def test_rounds_k_applies_to_the_rounds_that_carry_the_prior(monkeypatch):
     monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", None)                  # no prior: BiNI's own k
     integrate(inp, refine=2)
     assert ks == [(2.0, True)] * 3
+
+
+def test_refine_help_names_the_default_rounds():
+    from typer.testing import CliRunner
+
+    from fnin_cli.cli.app import app
+    from fnin_cli.solvers.registry import Rounds
+
+    assert str(Rounds(12)) == "12 rounds"
+    assert str(Rounds(16, 1e-3)) == "at most 16 rounds, stopping once BiNI's energy changes by less than 0.001"
+    out = CliRunner().invoke(app, ["integrate", "--help"], env={"COLUMNS": "300"}).output
+    assert f"fnin's own {DEFAULT_ROUNDS}" in " ".join(out.split())

@@ -57,6 +57,12 @@ class Rounds:
     max_rounds: int
     tol: float = 0.0
 
+    def __str__(self) -> str:
+        """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""
+        if self.tol > 0:
+            return f"at most {self.max_rounds} rounds, stopping once BiNI's energy changes by less than {self.tol:g}"
+        return f"{self.max_rounds} rounds"
+
 
 @dataclass(frozen=True)
 class Method:
