@@ -11,6 +11,7 @@ applies the rule written down before the measurement. Usage::
     python benchmarks/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
     python benchmarks/default_rounds.py --compare-sweeps    # docs/decisions.md#amg-smoother
     python benchmarks/default_rounds.py --compare-rebuild   # docs/decisions.md#rounds-rebuild
+    python benchmarks/default_rounds.py --compare-refresh-never   # docs/decisions.md#refresh-every
 """
 
 from __future__ import annotations
@@ -176,6 +177,7 @@ def main():
     ap.add_argument("--compare-refresh", action="store_true")
     ap.add_argument("--compare-sweeps", action="store_true")
     ap.add_argument("--compare-rebuild", action="store_true")
+    ap.add_argument("--compare-refresh-never", action="store_true")
     a = ap.parse_args()
     import torch
 
@@ -209,6 +211,11 @@ def main():
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/rounds_rebuild.json",
                             "REBUILD_AFTER", {"never": None, "6": 6, "8": 8}, seed0=a.seed0, width=a.width)
+        return
+    if a.compare_refresh_never:   # with the rebuilds, at the size of the issue's time targets
+        with limit_threads(1):
+            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/refresh_never.json",
+                            "REFRESH_EVERY", {"3": 3, "never": None}, seed0=a.seed0, width=a.width)
         return
     a.out = a.out or "benchmarks/results/default_rounds.json"
     records = []

@@ -242,8 +242,8 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
 REFINE_SOLVER = "amg"
 # the rounds' inner tolerance: BiNI's own (docs/decisions.md#refine-rtol)
 REFINE_RTOL = 1e-3
-# the rounds refresh the AMG hierarchy's coarse operators every k-th round, the finest
-# every round (docs/decisions.md#refresh-every)
+# the rounds refresh the AMG hierarchy's coarse operators every k-th round (None: never),
+# the finest every round (docs/decisions.md#refresh-every)
 REFRESH_EVERY = 3
 # a round whose solve took more than this many PCG iterations has the next round build a
 # fresh AMG hierarchy; None: never (docs/decisions.md#rounds-rebuild)

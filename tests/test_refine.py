@@ -123,10 +123,11 @@ def test_hierarchy_with_only_its_finest_operator_replaced_still_solves_the_new_s
     assert res <= 1e-10 and it < 500
 
 
-@pytest.mark.parametrize("every", [1, 2, 3])
+@pytest.mark.parametrize("every", [1, 2, 3, None])
 def test_rounds_refresh_the_coarse_operators_every_kth_round(monkeypatch, every):
     """With hierarchy["refresh_every"] = k the first solve builds the hierarchy, the next
-    refreshes it and then every k-th; the others replace the finest operator only."""
+    refreshes it and then every k-th; the others replace the finest operator only (all of
+    them with None)."""
     from fnin_cli.solvers import linear
 
     calls = []
@@ -138,7 +139,7 @@ def test_rounds_refresh_the_coarse_operators_every_kth_round(monkeypatch, every)
     r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=7, tol=0.0, solver="amg",
                        hierarchy={"refresh_every": every})
     assert r.iterations == 7
-    assert "".join(calls) == "".join("R" if (i - 1) % every == 0 else "f" for i in range(1, 7))
+    assert "".join(calls) == "".join("R" if every and (i - 1) % every == 0 else "f" for i in range(1, 7))
 
 
 @pytest.mark.parametrize("after", [0, 2, None])

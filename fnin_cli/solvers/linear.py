@@ -235,7 +235,8 @@ def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm
     (IRLS rounds): the first ``amg`` call stores its hierarchy there and later calls
     only refresh its operators (:meth:`Hierarchy.refreshed`); with
     ``hierarchy["refresh_every"] = k`` only every k-th later call refreshes them all,
-    the others replace the finest operator alone (:meth:`Hierarchy.with_finest`). A
+    the others replace the finest operator alone (:meth:`Hierarchy.with_finest`); with
+    ``None`` every later call does. A
     caller that sets ``hierarchy["rebuild"] = True`` gets a fresh hierarchy (new
     aggregates from this matrix) at the next call instead.
     """
@@ -267,7 +268,7 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
             ml, calls = hierarchy.get("ml"), hierarchy.get("calls", 0)
             if ml is None or hierarchy.pop("rebuild", False):
                 ml = sa_hierarchy(A)
-            elif (calls - 1) % hierarchy.get("refresh_every", 1) == 0:
+            elif hierarchy.get("refresh_every", 1) and (calls - 1) % hierarchy.get("refresh_every", 1) == 0:
                 ml = ml.refreshed(A)
             else:
                 ml = ml.with_finest(A)
