@@ -15,9 +15,11 @@ from fnin_cli.data.synthetic import make_scene
 from fnin_cli.pipeline import build_input
 
 
-def parse_args(description: str, out: str, scenes: int = 48, size: int = 384, dev: bool = True):
-    """``--meshes``, ``--scenes``, ``--size``, ``--out`` and, with ``dev``, ``--dev SEED``
-    (a development look on the training meshes: no choice)."""
+def parse_args(description: str, out: str, scenes: int = 48, size: int = 384, dev: bool = True,
+               seed0: int | None = None):
+    """``--meshes``, ``--scenes``, ``--size``, ``--out``; with ``dev``, ``--dev SEED`` (a
+    development look on the training meshes: no choice); with ``seed0``, ``--seed0``
+    (default ``seed0``) and ``--width`` (default ``--size``) for a rule's fresh scenes."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--scenes", type=int, default=scenes)
@@ -25,6 +27,9 @@ def parse_args(description: str, out: str, scenes: int = 48, size: int = 384, de
     ap.add_argument("--out", default=out)
     if dev:
         ap.add_argument("--dev", type=int, default=None, help="first seed of a development look on training meshes")
+    if seed0 is not None:
+        ap.add_argument("--seed0", type=int, default=seed0, help="first scene's seed")
+        ap.add_argument("--width", type=int, default=None, help="scene width (default: --size)")
     return ap.parse_args()
 
 

@@ -7,6 +7,7 @@ On fresh validation-mesh scenes (64 from ``VAL_SEED0 + 2_500_000``, 384 px), per
 the configurations in a rotated order per scene, one thread::
 
     python benchmarks/rounds_k_robust.py [--scenes 64] [--out benchmarks/results/rounds_k_robust.json]
+        [--size H --width W --seed0 N]   # the stop-26 re-run: 512 x 612 from VAL_SEED0 + 3_300_000
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def apply_rule(summary: dict, today: float = 3.0):
 
 
 def main():
-    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/rounds_k_robust.json", scenes=64, dev=False)
+    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/rounds_k_robust.json", scenes=64, dev=False,
+                   seed0=SEED0)
     torch.set_num_threads(1)
     meshes = validation_meshes(a.meshes)
     names = [str(k) for k in CANDIDATES]
@@ -51,7 +53,7 @@ def main():
     with limit_threads(1):
         try:
             for i in range(a.scenes):
-                sc = make_mesh_scene(SEED0 + i, meshes, a.size)
+                sc = make_mesh_scene(a.seed0 + i, meshes, a.size, a.width)
                 inp = build_input(sc.normals, None, sc.mask, sc.K)
                 persp = sc.K is not None
                 for name in ["bini"] + names[i % len(names):] + names[:i % len(names)]:
@@ -72,7 +74,7 @@ def main():
                       "better_than_bini": int(sum(e < b for e, b in zip(flat, bini)))}
     chosen = apply_rule(summary)
     with open(a.out, "w") as fh:
-        json.dump({"seed0": SEED0, "per_scene": rec, "summary": summary, "adopted": chosen}, fh, indent=1)
+        json.dump({"seed0": a.seed0, "size": [a.size, a.width or a.size], "per_scene": rec, "summary": summary, "adopted": chosen}, fh, indent=1)
     print(json.dumps(summary, indent=1), "adopted:", chosen)
 
 
