@@ -257,7 +257,7 @@ STAGE2_BEFORE_ROUNDS = 1e-3
 ROUNDS_EDGE_PRIOR = 0.3
 # BiNI's sharpness k in the rounds that carry that prior; None: BiNI's own 2
 # (docs/decisions.md#rounds-k-with-prior)
-ROUNDS_K = 3.0
+ROUNDS_K = 2.5
 
 
 def integrate(
