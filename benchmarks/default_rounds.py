@@ -66,7 +66,9 @@ def object_errors(z_img, sc, perspective: bool) -> list:
 
 
 def trajectory(sc, rounds: int):
-    """(one-shot seconds, [(cumulative round seconds, energy change, error)], bini (seconds, error)).
+    """(one-shot seconds, [(cumulative round seconds, energy change, error, PCG iterations)],
+    bini (seconds, error)); after a round whose solve needed no iteration (a fixed point,
+    where ``integrate`` stops) the steps repeat it at no cost.
 
     The network and Stage II as ``pipeline.integrate`` runs them when rounds follow
     (``STAGE2_BEFORE_ROUNDS``, its AMG hierarchy kept for the rounds), then the loop of
@@ -90,16 +92,20 @@ def trajectory(sc, rounds: int):
     z, t_rounds = z0.copy(), 0.0
     w = bini_weights(system, z, k, bias=bias)
     energy = system.energy(z, w)
-    for _ in range(rounds):
+    for done in range(rounds):
         z, info = system.solve(w, lam=lam, z_prior=z0, x0=z, method=pipeline.REFINE_SOLVER,
                                rtol=pipeline.REFINE_RTOL, maxiter=5000, hierarchy=cache)
+        if info.iterations == 0:   # a fixed point: integrate stops here, later rounds would repeat it
+            t_rounds += time.perf_counter() - t1
+            steps += [(t_rounds, 0.0, steps[-1][2], 0)] * (rounds - done)
+            break
         needs_rebuild(cache, info)
         w = bini_weights(system, z, k, bias=bias)
         new = system.energy(z, w)
         rel = abs(energy - new) / energy if energy > 0 else 0.0
         energy = new
         t_rounds += time.perf_counter() - t1
-        steps.append((t_rounds, rel, object_error(system.to_image(z), sc, persp)))
+        steps.append((t_rounds, rel, object_error(system.to_image(z), sc, persp), info.iterations))
         t1 = time.perf_counter()
     t0 = time.perf_counter()
     rb = integrate(inp, "bini")

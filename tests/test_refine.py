@@ -297,3 +297,29 @@ def test_refine_help_names_the_default_rounds():
     assert str(Rounds(16, 1e-3)) == "at most 16 rounds, stopping once BiNI's energy changes by less than 0.001"
     out = CliRunner().invoke(app, ["integrate", "--help"], env={"COLUMNS": "300"}).output
     assert f"fnin's own {DEFAULT_ROUNDS}" in " ".join(out.split())
+
+
+def test_rounds_stop_at_a_fixed_point_with_the_same_answer():
+    """A round whose inner solve needs no iteration leaves z, and so the weights and every
+    later round, as they were: integrate_bini stops there, and its z and weights are those
+    of running all the rounds, to the last bit."""
+    from fnin_cli.solvers.bini import _weights_and_energy
+
+    inp, _, system, lam = _step_system("ortho")
+    z0 = integrate(inp, "wls").z[inp.mask]
+    r = integrate_bini(system, k=3.0, z0=z0, lam=lam, z_prior=z0, max_iter=120, tol=0.0, solver="amg",
+                       hierarchy={"refresh_every": 3, "rebuild_after": 8})
+    assert 1 <= r.iterations < 120
+    # the same rounds written out, all 120 of them, no stop
+    z, h = z0.copy(), {"refresh_every": 3, "rebuild_after": 8}
+    w, _ = _weights_and_energy(system, z, 3.0)
+    its = []
+    for _ in range(120):
+        z, info = system.solve(w, lam=lam, z_prior=z0, x0=z, method="amg", rtol=1e-3, hierarchy=h)
+        its.append(info.iterations)
+        if info.iterations > 8:
+            h["rebuild"] = True
+        w, _ = _weights_and_energy(system, z, 3.0)
+    assert its[r.iterations - 1] == 0 and all(i == 0 for i in its[r.iterations - 1:])
+    assert np.array_equal(z, r.z)
+    assert all(np.array_equal(w[d], r.weights[d]) for d in w)

@@ -89,7 +89,8 @@ def integrate_bini(
     Starts from ``z0`` (0 = BiNI's own start), solves each round inexactly with
     Jacobi-PCG to ``cg_rtol`` warm-started at the previous z (part of the method: an
     exact inner solve changes the trajectory), updates the weights, and stops when the
-    relative change of the weighted energy drops below ``tol``. With ``solver="amg"``
+    relative change of the weighted energy drops below ``tol``, or once a round's inner
+    solve needs no iteration (z is then a fixed point). With ``solver="amg"``
     and a ``hierarchy`` dict, one AMG hierarchy (the dict's, if a solve on this system
     left one there, else the first round's) is kept and only its operators are
     refreshed for each round's weights (the rounds after FNIN); with
@@ -106,6 +107,12 @@ def integrate_bini(
     for it in range(1, max_iter + 1):
         z, info = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
                                rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
+        if info.iterations == 0:
+            # z already solves this round's system: the weights, the system and so every
+            # later round would be this one again (docs/decisions.md#fixed-point-stop)
+            if callback is not None:
+                callback(it, energy)
+            break
         needs_rebuild(hierarchy, info)
         weights, new_energy = _weights_and_energy(system, z, k, bias)
         history.append(new_energy)
