@@ -256,7 +256,7 @@ STAGE2_BEFORE_ROUNDS = 1e-3
 # every round's BiNI weights; None: BiNI's own weights (docs/decisions.md#rounds-edge-prior)
 ROUNDS_EDGE_PRIOR = 0.3
 # BiNI's sharpness k in the rounds that carry that prior; None: BiNI's own 2
-# (docs/decisions.md#rounds-k-with-prior)
+# (docs/decisions.md#rounds-k-with-prior, #rounds-k-robust)
 ROUNDS_K = 2.5
 
 

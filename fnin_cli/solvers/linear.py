@@ -236,9 +236,8 @@ def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm
     only refresh its operators (:meth:`Hierarchy.refreshed`); with
     ``hierarchy["refresh_every"] = k`` only every k-th later call refreshes them all,
     the others replace the finest operator alone (:meth:`Hierarchy.with_finest`); with
-    ``None`` every later call does. A
-    caller that sets ``hierarchy["rebuild"] = True`` gets a fresh hierarchy (new
-    aggregates from this matrix) at the next call instead.
+    ``None`` every later call does. A caller that sets ``hierarchy["rebuild"] = True``
+    gets a fresh hierarchy (new aggregates from this matrix) at the next call instead.
     """
     with limit_threads(1, torch=False, env=False):
         return _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy)
