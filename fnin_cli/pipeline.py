@@ -285,9 +285,10 @@ def integrate(
         One of ``METHODS`` (:mod:`fnin_cli.solvers.registry`): fnin, fnin-s, bini, wls,
         or fnin-stage1 (the network alone, no Stage II solve: a fast preview).
     refine : int, optional
-        BiNI IRLS rounds started from the method's result: exactly ``refine`` of them,
-        or with None the method's own rounds (``Method.rounds``; for ``fnin``:
-        ``registry.DEFAULT_ROUNDS``). ``refine=0`` with ``fnin`` is the paper's one-shot.
+        BiNI IRLS rounds started from the method's result: ``refine`` of them (fewer
+        once a round changes nothing, with the same answer), or with None the method's
+        own rounds (``Method.rounds``; for ``fnin``: ``registry.DEFAULT_ROUNDS``).
+        ``refine=0`` with ``fnin`` is the paper's one-shot.
     device : str
         auto, cpu, cuda or mps: where the network of the fnin methods runs.
     mean_depth, depth_at : float, (row, col, depth)

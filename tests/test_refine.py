@@ -68,7 +68,7 @@ def test_default_rounds_stop_by_rule_and_refine_counts_exactly():
     default = integrate(inp, device="cpu")
     assert 1 <= default.rounds <= DEFAULT_ROUNDS.max_rounds and "refine" in default.seconds
     assert integrate(inp, refine=0, device="cpu").rounds == 0            # the paper's one-shot
-    assert integrate(inp, refine=3, device="cpu").rounds == 3            # exactly N, no early stop
+    assert integrate(inp, refine=3, device="cpu").rounds == 3            # N rounds, no energy-change stop
     assert integrate(inp, "wls").rounds == 0 and integrate(inp, "wls", refine=2).rounds == 2
     # the default is no worse than the one-shot on the step scene
     one = integrate(inp, refine=0, device="cpu")

@@ -51,8 +51,9 @@ class MethodOutput:
 @dataclass(frozen=True)
 class Rounds:
     """BiNI rounds after a method's result (``--refine``): at most ``max_rounds``,
-    stopping early once the relative change of BiNI's energy falls below ``tol``
-    (0: always all of them, as an explicit ``--refine N``)."""
+    stopping early once the relative change of BiNI's energy falls below ``tol`` (0: all
+    of them, as an explicit ``--refine N``, but for a round that changes nothing, where
+    every later one would be the same)."""
 
     max_rounds: int
     tol: float = 0.0
