@@ -27,7 +27,7 @@ from fnin_cli.bench.cases import align_and_errors
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, load_meshes, make_mesh_scene, mesh_files, split_names
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
-from fnin_cli.solvers.bini import bini_weights, needs_rebuild
+from fnin_cli.solvers.bini import integrate_bini
 from fnin_cli.solvers.fnin import run_fnin
 from fnin_cli.solvers.stage2 import edge_prior
 from fnin_cli.solvers.system import NormalSystem
@@ -66,14 +66,16 @@ def object_errors(z_img, sc, perspective: bool) -> list:
 
 
 def trajectory(sc, rounds: int):
-    """(one-shot seconds, [(cumulative round seconds, energy change, error, PCG iterations)],
-    bini (seconds, error)); after a round whose solve needed no iteration (a fixed point,
-    where ``integrate`` stops) the steps repeat it at no cost.
+    """(one-shot seconds, [(cumulative round seconds, energy change, error, fixed point)],
+    bini (seconds, error)).
 
     The network and Stage II as ``pipeline.integrate`` runs them when rounds follow
-    (``STAGE2_BEFORE_ROUNDS``, its AMG hierarchy kept for the rounds), then the loop of
+    (``STAGE2_BEFORE_ROUNDS``, its AMG hierarchy kept for the rounds), then
     ``solvers.bini.integrate_bini`` with the pipeline's constants (the edge-net prior, its
-    k, ``REFINE_RTOL``, ``REFRESH_EVERY``), the error recorded after each round."""
+    k, ``REFINE_RTOL``, ``REFRESH_EVERY``, ``REBUILD_AFTER``) and no energy tolerance, the
+    error recorded after each round out of the clock. Where the rounds stop at a fixed
+    point (``integrate`` stops there too), that step is marked and the later ones repeat
+    it at no cost."""
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     persp = sc.K is not None
     t0 = time.perf_counter()
@@ -84,29 +86,24 @@ def trajectory(sc, rounds: int):
     z0, *_, p_img = run_fnin(system, inp, lam=lam, rtol=pipeline.STAGE2_BEFORE_ROUNDS if shared else None,
                              hierarchy=cache if shared else None)
     t_one = time.perf_counter() - t0
-    steps = [(0.0, np.inf, object_error(system.to_image(z0), sc, persp))]
-    t1 = time.perf_counter()
+    steps = [(0.0, np.inf, object_error(system.to_image(z0), sc, persp), False)]
     prior = pipeline.ROUNDS_EDGE_PRIOR
     bias = edge_prior(system, p_img, prior) if prior is not None and p_img is not None else None
     k = pipeline.ROUNDS_K if bias is not None and pipeline.ROUNDS_K is not None else 2.0
-    z, t_rounds = z0.copy(), 0.0
-    w = bini_weights(system, z, k, bias=bias)
-    energy = system.energy(z, w)
-    for done in range(rounds):
-        z, info = system.solve(w, lam=lam, z_prior=z0, x0=z, method=pipeline.REFINE_SOLVER,
-                               rtol=pipeline.REFINE_RTOL, maxiter=5000, hierarchy=cache)
-        if info.iterations == 0:   # a fixed point: integrate stops here, later rounds would repeat it
-            t_rounds += time.perf_counter() - t1
-            steps += [(t_rounds, 0.0, steps[-1][2], 0)] * (rounds - done)
-            break
-        needs_rebuild(cache, info)
-        w = bini_weights(system, z, k, bias=bias)
-        new = system.energy(z, w)
-        rel = abs(energy - new) / energy if energy > 0 else 0.0
-        energy = new
-        t_rounds += time.perf_counter() - t1
-        steps.append((t_rounds, rel, object_error(system.to_image(z), sc, persp), info.iterations))
-        t1 = time.perf_counter()
+    clock = {"rounds": 0.0, "since": time.perf_counter()}
+
+    def record(it, energy, z):
+        clock["rounds"] += time.perf_counter() - clock["since"]
+        steps.append((clock["rounds"], None, object_error(system.to_image(z), sc, persp), False))
+        clock["since"] = time.perf_counter()
+
+    r = integrate_bini(system, k=k, z0=z0, lam=lam, z_prior=z0, max_iter=rounds, tol=0.0, cg_rtol=pipeline.REFINE_RTOL,
+                       solver=pipeline.REFINE_SOLVER, hierarchy=cache, callback=record, bias=bias)
+    fixed = len(r.history) - 1 < r.iterations          # the last round changed nothing
+    energies = r.history + [r.history[-1]] * fixed
+    steps[1:] = [(t, abs(e0 - e1) / e0 if e0 > 0 else 0.0, err, fixed and i == len(steps) - 1)
+                 for i, ((t, _, err, _), e0, e1) in enumerate(zip(steps[1:], energies, energies[1:]), 1)]
+    steps += [steps[-1][:3] + (True,)] * (rounds - r.iterations)
     t0 = time.perf_counter()
     rb = integrate(inp, "bini")
     t_bini = time.perf_counter() - t0

@@ -350,7 +350,7 @@ def integrate(
             k = ROUNDS_K
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
-                           callback=(lambda i, e: progress(i)) if progress else None, bias=bias)
+                           callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias)
         z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1
         iterations += r.iterations

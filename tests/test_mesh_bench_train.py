@@ -201,7 +201,7 @@ def test_rounds_benchmark_follows_the_pipelines_rounds(mesh_dir, repo_root, monk
     sc = mesh_scenes.make_mesh_scene(5, mesh_scenes.load_meshes(mesh_dir), 48, noise=False)
     _, steps, _ = default_rounds.trajectory(sc, DEFAULT_ROUNDS.max_rounds)
     kept = next(i for i in range(1, len(steps))
-                if steps[i][1] < DEFAULT_ROUNDS.tol or steps[i][3] == 0 or i == DEFAULT_ROUNDS.max_rounds)
+                if steps[i][1] < DEFAULT_ROUNDS.tol or steps[i][3] or i == DEFAULT_ROUNDS.max_rounds)
     res = integrate(build_input(sc.normals, None, sc.mask, sc.K))
     assert res.rounds == kept
     assert steps[kept][2] == default_rounds.object_error(res.z, sc, sc.K is not None)

@@ -97,6 +97,7 @@ def integrate_bini(
     ``hierarchy["rebuild_after"] = m`` a round whose solve took more than m PCG iterations
     has the next round build a fresh hierarchy (:func:`needs_rebuild`). ``bias``: per-axis
     logits added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
+    ``callback(round, energy, z)`` after each round.
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
@@ -111,7 +112,7 @@ def integrate_bini(
             # z already solves this round's system: the weights, the system and so every
             # later round would be this one again (docs/decisions.md#fixed-point-stop)
             if callback is not None:
-                callback(it, energy)
+                callback(it, energy, z)
             break
         needs_rebuild(hierarchy, info)
         weights, new_energy = _weights_and_energy(system, z, k, bias)
@@ -119,7 +120,7 @@ def integrate_bini(
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
         energy = new_energy
         if callback is not None:
-            callback(it, energy)
+            callback(it, energy, z)
         if rel < tol:
             break
     return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)

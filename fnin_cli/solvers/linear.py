@@ -264,10 +264,10 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
         if hierarchy is None:
             M = amg_preconditioner(A)
         else:
-            ml, calls = hierarchy.get("ml"), hierarchy.get("calls", 0)
+            ml, calls, every = hierarchy.get("ml"), hierarchy.get("calls", 0), hierarchy.get("refresh_every", 1)
             if ml is None or hierarchy.pop("rebuild", False):
                 ml = sa_hierarchy(A)
-            elif hierarchy.get("refresh_every", 1) and (calls - 1) % hierarchy.get("refresh_every", 1) == 0:
+            elif every and (calls - 1) % every == 0:
                 ml = ml.refreshed(A)
             else:
                 ml = ml.with_finest(A)

@@ -99,7 +99,7 @@ def _run_wls(system, inp, a: RunArgs) -> MethodOutput:
 
 
 def _run_bini(system, inp, a: RunArgs) -> MethodOutput:
-    r = integrate_bini(system, k=a.k, lam=a.lam, callback=(lambda i, e: a.progress(i)) if a.progress else None)
+    r = integrate_bini(system, k=a.k, lam=a.lam, callback=(lambda i, e, z: a.progress(i)) if a.progress else None)
     return MethodOutput(r.z, r.weights, None, r.iterations, {"solve": r.seconds["solve"]})
 
 
