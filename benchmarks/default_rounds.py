@@ -239,6 +239,9 @@ def main():
     a.out = a.out or "benchmarks/results/default_rounds.json"
     records = []
     with limit_threads(1):
+        # untimed warm-up (the model's load and torch's first call), as `fnin bench` does:
+        # otherwise the first scene's seconds carry them (docs/decisions.md#default-rounds)
+        trajectory(make_mesh_scene(a.seed0, meshes, a.size, a.width), 1)
         for i in range(a.scenes):
             sc = make_mesh_scene(a.seed0 + i, meshes, a.size, a.width)
             t_one, steps, bini = trajectory(sc, max(MAX_ROUNDS))
