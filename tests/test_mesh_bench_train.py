@@ -206,6 +206,27 @@ def test_rounds_benchmark_follows_the_pipelines_rounds(mesh_dir, repo_root, monk
     assert res.rounds == kept
     assert steps[kept][2] == default_rounds.object_error(res.z, sc, sc.K is not None)
 
+
+def test_rounds_rule_counts_the_cost_per_scene(repo_root, monkeypatch):
+    # the stop-27 rule: the cost is the mean of per-scene ratios against bini, not the ratio
+    # of sums, which a scene where bini is slow carries (docs/decisions.md#default-rounds)
+    monkeypatch.syspath_prepend(str(repo_root / "benchmarks"))
+    default_rounds = importlib.import_module("default_rounds")
+    monkeypatch.setattr(default_rounds, "MAX_ROUNDS", (0, 2))
+    monkeypatch.setattr(default_rounds, "TOLS", (0.0,))
+    # (cumulative round seconds, energy change, error, fixed point): 2 rounds cost 1 s more
+    steps = [(0.0, float("inf"), 0.3, False), (0.5, 0.1, 0.25, False), (1.0, 0.1, 0.2, False)]
+    records = [{"one_shot": 0.2, "steps": steps, "bini": (2.0, 0.3)},     # 2 rounds: 0.6x here
+               {"one_shot": 0.2, "steps": steps, "bini": (40.0, 0.3)}]    # and 0.03x here
+    by_sum = default_rounds.apply_rule(records, "sum")
+    per_scene = default_rounds.apply_rule(records, "scene-mean")
+    two = [c for c in per_scene["candidates"] if c["max_rounds"] == 2][0]
+    assert two["time_vs_bini"] == pytest.approx(2.4 / 42.0)
+    assert two["scene_time_vs_bini"] == pytest.approx((1.2 / 2.0 + 1.2 / 40.0) / 2)
+    assert by_sum["chosen"]["max_rounds"] == 2          # 0.057x of the sum
+    assert per_scene["chosen"]["max_rounds"] == 0       # 0.315x per scene: over the cap
+    assert per_scene["cost"] == "scene-mean"
+
 # ------------------------------------------------------------------ train --meshes
 
 def _tiny(**kw):
