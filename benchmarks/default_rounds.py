@@ -30,7 +30,6 @@ from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import integrate_bini
 from fnin_cli.solvers.fnin import run_fnin
-from fnin_cli.solvers.stage2 import edge_prior
 from fnin_cli.solvers.system import NormalSystem
 from fnin_cli.train.config import VAL_SEED0
 
@@ -82,15 +81,13 @@ def trajectory(sc, rounds: int):
     t0 = time.perf_counter()
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
     lam = classic_lambda(inp.camera, inp.shape)
-    cache = {"refresh_every": pipeline.REFRESH_EVERY, "rebuild_after": pipeline.REBUILD_AFTER}
+    cache = pipeline.rounds_hierarchy()
     shared = pipeline.STAGE2_BEFORE_ROUNDS is not None
     z0, *_, p_img = run_fnin(system, inp, lam=lam, rtol=pipeline.STAGE2_BEFORE_ROUNDS if shared else None,
                              hierarchy=cache if shared else None)
     t_one = time.perf_counter() - t0
     steps = [(0.0, np.inf, object_error(system.to_image(z0), sc, persp), False)]
-    prior = pipeline.ROUNDS_EDGE_PRIOR
-    bias = edge_prior(system, p_img, prior) if prior is not None and p_img is not None else None
-    k = pipeline.ROUNDS_K if bias is not None and pipeline.ROUNDS_K is not None else 2.0
+    bias, k = pipeline.rounds_prior(system, p_img)
     clock = {"rounds": 0.0, "since": time.perf_counter()}
 
     def record(it, energy, z):
@@ -129,8 +126,9 @@ def apply_rule(records, cost: str = "scene-mean"):
                     if r["steps"][k][1] < tol:
                         break
                 errs.append(r["steps"][k][2])
-                secs += r["one_shot"] + r["steps"][k][0]
-                ratios.append((r["one_shot"] + r["steps"][k][0]) / r["bini"][0])
+                seconds = r["one_shot"] + r["steps"][k][0]
+                secs += seconds
+                ratios.append(seconds / r["bini"][0])
             table.append({"max_rounds": n, "tol": tol, "error": float(np.mean(errs)), "seconds": secs,
                           "time_vs_bini": secs / bini_s, "scene_time_vs_bini": float(np.mean(ratios))})
     key = {"scene-mean": "scene_time_vs_bini", "sum": "time_vs_bini"}[cost]

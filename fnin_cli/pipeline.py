@@ -329,7 +329,7 @@ def integrate(
     if stage is not None:
         stage("network" if BY_NAME[method].needs_network else "solve", None, None)
     rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
-    hierarchy = {"refresh_every": REFRESH_EVERY, "rebuild_after": REBUILD_AFTER} if rounds.max_rounds else None
+    hierarchy = rounds_hierarchy() if rounds.max_rounds else None
     shared = rounds.max_rounds and STAGE2_BEFORE_ROUNDS is not None
     k = 2.0 if bini_k is None else float(bini_k)
     out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, k, device, model, network_side,
@@ -344,10 +344,7 @@ def integrate(
             stage("refine", 0, rounds.max_rounds)
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
-        bias = (edge_prior(system, out.edge_p, ROUNDS_EDGE_PRIOR)
-                if ROUNDS_EDGE_PRIOR is not None and out.edge_p is not None else None)
-        if bias is not None and bini_k is None and ROUNDS_K is not None:
-            k = ROUNDS_K
+        bias, k = rounds_prior(system, out.edge_p, bini_k)
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
                            callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias)
@@ -367,6 +364,23 @@ def integrate(
             f"wrong convention? {conventions.FLIP_HINT}")
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, method, seconds, note, zimg, iterations, warnings, refined)
+
+
+def rounds_hierarchy() -> dict:
+    """The AMG cache the rounds after a method share (with Stage II when it solves before
+    them): ``REFRESH_EVERY`` and ``REBUILD_AFTER`` (:func:`~fnin_cli.solvers.linear.solve_spd`)."""
+    return {"refresh_every": REFRESH_EVERY, "rebuild_after": REBUILD_AFTER}
+
+
+def rounds_prior(system: NormalSystem, edge_p, bini_k: float | None = None) -> tuple:
+    """(bias, k) of the rounds after a method: the edge net's logits times
+    ``ROUNDS_EDGE_PRIOR`` when the method left an edge map ``edge_p`` (else None), and k:
+    ``bini_k`` if given, else ``ROUNDS_K`` with that prior, else BiNI's own 2."""
+    bias = (edge_prior(system, edge_p, ROUNDS_EDGE_PRIOR)
+            if ROUNDS_EDGE_PRIOR is not None and edge_p is not None else None)
+    if bini_k is not None:
+        return bias, float(bini_k)
+    return bias, ROUNDS_K if bias is not None and ROUNDS_K is not None else 2.0
 
 
 def classic_lambda(camera: Camera, shape) -> float:
