@@ -427,3 +427,47 @@ def test_teacher_cache_key_tells_mesh_folders_of_one_name_apart(mesh_dir, tmp_pa
     first.write_bytes(first.read_bytes() + b"\0")
     feed._FOLDER_KEYS.clear()
     assert feed.teacher_path("c", 5, 32, 0.0, 0.0, str(other), 1.0) != same
+
+
+def test_bundled_model_card_is_the_rendering_of_its_json():
+    """MODEL_CARD.md is written from fnin.json (train.card), never edited by hand: the two
+    agree, and the card states what the bundled weights were measured at."""
+    from fnin_cli.train.card import model_card_markdown
+
+    wdir = DEFAULT_WEIGHTS.parent
+    card = json.loads((wdir / "fnin.json").read_text())
+    md = (wdir / "MODEL_CARD.md").read_text()
+    assert md == model_card_markdown(card)
+    assert "## Measured with these weights" in md and "| diligent (9 cases) | `bini` |" in md
+    for run in card["measured"]["runs"]:
+        assert run["dataset"] in ("diligent", "meshes") and set(run["means"]) >= {"default", "bini"}
+
+
+def test_card_measurements_takes_only_runs_of_the_cards_weights(tmp_path, repo_root, monkeypatch):
+    monkeypatch.syspath_prepend(str(repo_root / "benchmarks"))
+    card_measurements = importlib.import_module("card_measurements")
+    wdir = tmp_path / "weights"
+    wdir.mkdir()
+    card = json.loads((DEFAULT_WEIGHTS.parent / "fnin.json").read_text())
+    card.pop("measured", None)
+    from fnin_cli.train.card import model_card_markdown
+
+    assert "## Measured" not in model_card_markdown(card)        # what fnin train writes
+    (wdir / "fnin.json").write_text(json.dumps(card))
+    rec = {"dataset": "meshes", "methods": ["default", "fnin"], "refine": 0, "repeat": 1,
+           "model": {"weights": "bundled", "sha256": card["sha256"]},
+           "machine": {"cpu": "CPU X", "threads": 2, "device": "cpu", "date": "2030-01-02T03:04:05+00:00"},
+           "mean": {"default": {"made_mm": 1.23456, "seconds_total": 7.5, "cases": 14, "failed": 0},
+                    "fnin": {"made_mm": 2.5, "seconds_total": 3.25, "cases": 14, "failed": 0}}}
+    good, other = tmp_path / "good.json", tmp_path / "other.json"
+    good.write_text(json.dumps(rec))
+    other.write_text(json.dumps({**rec, "model": {"weights": "x.safetensors", "sha256": "0" * 64}}))
+    with pytest.raises(SystemExit, match="not this card's"):
+        card_measurements.main([str(other), "--weights-dir", str(wdir)])
+    assert "measured" not in json.loads((wdir / "fnin.json").read_text())     # nothing written
+    card_measurements.main([str(good), "--weights-dir", str(wdir), "--note", "A note."])
+    md = (wdir / "MODEL_CARD.md").read_text()
+    assert "A note." in md
+    assert "| meshes (14 cases) | `fnin` (the default) | 1.235 | 7.50 |" in md
+    assert "| meshes (14 cases) | `fnin --refine 0` (one-shot) | 2.500 | 3.25 |" in md
+    assert "fnin bench meshes --methods default,fnin --refine 0    # 2030-01-02, CPU X, 2 threads, cpu" in md

@@ -131,6 +131,37 @@ def _objective(cfg: dict, gate: float | None = None) -> str:
             f"weighted by 1 + {cfg['edge_alpha']} |2t - 1|")
 
 
+def _method_label(method: str, refine) -> str:
+    if method == "default":
+        return "`fnin` (the default)"
+    if method == "fnin" and refine == 0:
+        return "`fnin --refine 0` (one-shot)"
+    return f"`{method}`" + (f" `--refine {refine}`" if refine else "")
+
+
+def _measured(card: dict) -> str:
+    """The card's "Measured with these weights" section: ``card["measured"]`` (written by
+    ``benchmarks/card_measurements.py`` from `fnin bench` runs of these very weights); ''
+    for a card without one (every card `fnin train` writes)."""
+    m = card.get("measured")
+    if not m:
+        return ""
+    rows, commands = [], []
+    for run in m["runs"]:
+        for method, v in run["means"].items():
+            rows.append(f"| {run['dataset']} ({v['cases']} cases) | {_method_label(method, run['refine'])} | "
+                        f"{v['made_mm']:.3f} | {v['seconds_total']:.2f} |")
+        commands.append(f"    {run['command']}    # {run['date'][:10]}, {run['machine']}")
+    note = f"\n{m['note']}\n" if m.get("note") else ""
+    return ("\n## Measured with these weights\n" + note + """
+Mean MADE (mm, each case aligned as in `fnin bench`) and total seconds of `integrate`,
+from `fnin bench` runs whose records carry this file's sha256:
+
+| data | method | mean MADE | seconds |
+|---|---|---|---|
+""" + "\n".join(rows) + "\n\n" + "\n".join(commands) + "\n")
+
+
 def _edges_card_markdown(card: dict) -> str:
     cfg = card["train_config"]
     net = card["net"]
@@ -168,5 +199,5 @@ edge net that gives Stage II its weights.
 - **Optimiser**: AdamW, lr {cfg['lr']} with {cfg['warmup']} warm-up steps, x{cfg['decay']} every
   {cfg['decay_every']} steps, weight decay {cfg['weight_decay']}, gradient clip {cfg['grad_clip']}.
 {_selection(card, "one Stage II solve")}
-
+{_measured(card)}
 {stage1}"""
