@@ -441,7 +441,7 @@ def test_bundled_model_card_is_the_rendering_of_its_json():
     card = json.loads((wdir / "fnin.json").read_text())
     md = (wdir / "MODEL_CARD.md").read_text()
     assert md == model_card_markdown(card)
-    assert "## Measured with these weights" in md and "| diligent (9 cases) | `bini` |" in md
+    assert "\n## Measured with these weights" in md and "| diligent (9 cases) | `bini` |" in md
     for run in card["measured"]["runs"]:
         assert run["dataset"] in ("diligent", "meshes") and set(run["means"]) >= {"default", "bini"}
 
@@ -455,7 +455,7 @@ def test_card_measurements_takes_only_runs_of_the_cards_weights(tmp_path, repo_r
     card.pop("measured", None)
     from fnin_cli.train.card import model_card_markdown
 
-    assert "## Measured" not in model_card_markdown(card)        # what fnin train writes
+    assert "\n## Measured" not in model_card_markdown(card)      # what fnin train writes
     (wdir / "fnin.json").write_text(json.dumps(card))
     rec = {"dataset": "meshes", "methods": ["default", "fnin"], "refine": 0, "repeat": 1,
            "model": {"weights": "bundled", "sha256": card["sha256"]},
