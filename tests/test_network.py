@@ -1,7 +1,6 @@
 """Stage I network: spectral conv, resolution independence, gradients, training, bundled weights."""
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -233,28 +232,24 @@ def test_bundled_stage1_beats_trivial_baseline_on_held_out_scenes():
 
 
 def _shipped_cards() -> dict:
-    """The shipped card and the cards nested in it, newest first: the edge net fine-tuned
-    on the mesh mix through the solve at a low step size, the edge net trained through
-    the solve that it started from, the cross-entropy fine-tuning that one started from,
-    the edge net that one started from (trained fresh on the shipped Stage I), and the
-    Stage I card."""
+    """The shipped card and the cards nested in it, newest first: the edge net trained
+    through the solve, the cross-entropy fine-tuning it started from, the edge net that
+    one started from (trained fresh on the shipped Stage I), and the Stage I card."""
     card = json.loads(CARD.read_text())
     chain = []
     while card is not None:
         chain.append(card)
         card = (card.get("base") or {}).get("card")
-    assert [c["train_config"].get("stage", "network") for c in chain] == ["edges"] * 4 + ["network"]
-    assert chain[0]["train_config"]["meshes"] and chain[0]["train_config"]["mesh_prob"] > 0
-    assert chain[1]["train_config"]["edge_objective"] == "solve" and not chain[3]["train_config"].get("init_edges")
-    return dict(zip(("meshes", "solve", "finetune", "edges", "stage1"), chain))
+    assert [c["train_config"].get("stage", "network") for c in chain] == ["edges", "edges", "edges", "network"]
+    assert chain[0]["train_config"]["edge_objective"] == "solve" and not chain[2]["train_config"].get("init_edges")
+    return dict(zip(("solve", "finetune", "edges", "stage1"), chain))
 
 
 # the edge net each fine-tuning started from (the one of the model below it), in tests/data
-START = {"finetune": "edge_net_start.safetensors", "solve": "edge_net_finetune512.safetensors",
-         "meshes": "edge_net_solve_anchor.safetensors"}
+START = {"finetune": "edge_net_start.safetensors", "solve": "edge_net_finetune512.safetensors"}
 
 
-@pytest.mark.parametrize("which", ["stage1", "edges", "finetune", "solve", "meshes"])
+@pytest.mark.parametrize("which", ["stage1", "edges", "finetune", "solve"])
 def test_training_is_deterministic_and_matches_model_card(tmp_path, which, monkeypatch):
     """Re-run each shipped training run's config for a few steps: the first logged losses
     match its card. The edges runs start from the Stage I inside the shipped file; each
@@ -271,15 +266,6 @@ def test_training_is_deterministic_and_matches_model_card(tmp_path, which, monke
         cfg.base = str(model_weights.DEFAULT_WEIGHTS)
     if which in START:
         cfg.init_edges = str(Path(__file__).parent / "data" / START[which])
-    if cfg.meshes:          # recorded relative to the checkout: ../shared/data/meshes
-        from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR
-
-        if not DEFAULT_MESH_DIR.is_dir():
-            message = f"the mesh pack is not at {DEFAULT_MESH_DIR}"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
-        cfg.meshes = str(DEFAULT_MESH_DIR)
     train(cfg, tmp_path / "run")
     log = json.loads((tmp_path / "run" / "log.json").read_text())
     # a GPU-trained card: float32 sums in another order, so agreement to round-off only.

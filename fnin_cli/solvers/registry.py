@@ -116,7 +116,7 @@ def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
 
 # fnin's rounds when --refine is not given: the most accurate rule within a quarter of
 # bini's time, scene by scene, on fresh validation-mesh scenes (docs/decisions.md#default-rounds).
-DEFAULT_ROUNDS = Rounds(24, 1e-3)
+DEFAULT_ROUNDS = Rounds(16, 1e-3)
 
 # bytes per masked pixel: measured peaks, rounded up (docs/decisions.md#memory-estimates)
 REGISTRY = (
