@@ -24,6 +24,7 @@ from fnin_cli.model.weights import DEFAULT_WEIGHTS
 from fnin_cli.pipeline import integrate
 from fnin_cli.solvers.registry import DEFAULT_METHOD
 from fnin_cli.train import feed
+from fnin_cli.train.card import model_card_markdown
 from fnin_cli.train.config import TrainConfig
 from fnin_cli.train.loop import validation_scenes
 
@@ -435,8 +436,6 @@ def test_teacher_cache_key_tells_mesh_folders_of_one_name_apart(mesh_dir, tmp_pa
 def test_bundled_model_card_is_the_rendering_of_its_json():
     """MODEL_CARD.md is written from fnin.json (train.card), never edited by hand: the two
     agree, and the card states what the bundled weights were measured at."""
-    from fnin_cli.train.card import model_card_markdown
-
     wdir = DEFAULT_WEIGHTS.parent
     card = json.loads((wdir / "fnin.json").read_text())
     md = (wdir / "MODEL_CARD.md").read_text()
@@ -453,8 +452,6 @@ def test_card_measurements_takes_only_runs_of_the_cards_weights(tmp_path, repo_r
     wdir.mkdir()
     card = json.loads((DEFAULT_WEIGHTS.parent / "fnin.json").read_text())
     card.pop("measured", None)
-    from fnin_cli.train.card import model_card_markdown
-
     assert "\n## Measured" not in model_card_markdown(card)      # what fnin train writes
     (wdir / "fnin.json").write_text(json.dumps(card))
     rec = {"dataset": "meshes", "methods": ["default", "fnin"], "refine": 0, "repeat": 1,
