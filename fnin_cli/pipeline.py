@@ -11,6 +11,7 @@ This is the Python API the CLI and the benchmark stand on::
 from __future__ import annotations
 
 import time
+import warnings as warnings_module
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,8 +20,8 @@ import numpy as np
 from . import conventions, io
 from .camera import Camera
 from .checks import INVALID_MAX, check_decoding, check_invalid
-from .errors import FninError
-from .io.layout import find_in_folder
+from .errors import FninError, FninWarning, warn
+from .io.layout import beside, find_in_folder
 from .solvers.bini import integrate_bini
 from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
 from .solvers.stage2 import edge_prior
@@ -41,6 +42,8 @@ class Input:
     warnings: list = field(default_factory=list)
     convention: str = "ps"         # the decoding used: 'ps', 'directx', 'opencv', 'ps/bgr', 'ps/half', ...
     check: dict | None = None      # the decoding check's summary (checks.DecodingCheck.as_dict) and seconds
+    mask_source: str | None = None    # where the mask came from: its file, "array", or None (valid normals)
+    camera_source: str | None = None  # where K came from: its file, "array", or None (orthographic)
 
     @property
     def shape(self):
@@ -91,15 +94,22 @@ def load_input(
     convention the check is strict: a clearly better decoding is an error naming the
     option that fixes it. More than 2 % invalid masked normals is an error unless
     ``allow_invalid``. ``Input.convention`` holds the decoding used.
+
+    A file named like a layout folder's normal map (``x/normal_map.png``) reads
+    ``x/mask.png`` and ``x/K.txt`` as the folder ``x`` would, unless ``mask``, ``K`` or
+    ``ortho`` say otherwise; ``Input.mask_source`` and ``Input.camera_source`` say where
+    the mask and the camera came from.
     """
     path = Path(path)
     if path.is_dir():
         npath, fmask, fK = find_in_folder(path)
-        mask = fmask if mask is None else mask
-        if K is None and not ortho:
-            K = fK
-    else:
-        npath = path
+    else:  # a normal_map.png inside a layout folder reads the folder's mask and K.txt too
+        npath, (fmask, fK) = path, beside(path)
+    mask = fmask if mask is None else mask
+    if K is None and not ortho:
+        K = fK
+    mask_source = None if mask is None else "array" if isinstance(mask, np.ndarray) else str(mask)
+    camera_source = None if K is None else str(K) if isinstance(K, (str, Path)) else "array"
     if ortho and K is not None:
         raise FninError("--ortho and intrinsics (K) both given; drop one of them", path)
     order, names = parse_channels(channels)
@@ -140,10 +150,14 @@ def load_input(
         # too many: the full report (count and likely cause) stops the run unless allowed
         check_invalid(vec, mask, allow=allow_invalid, source=npath, is_float=bitdepth is None, raw=arr)
     seconds = time.perf_counter() - t0
-    inp = build_input(normals, valid, mask, cam, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
-                      convention=chk.chosen.name)
+    with warnings_module.catch_warnings():  # reported below, with the loader's own
+        warnings_module.simplefilter("ignore", FninWarning)
+        inp = build_input(normals, valid, mask, cam, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
+                          convention=chk.chosen.name)
     inp.warnings[:0] = warnings
     inp.check = dict(chk.as_dict(), seconds=round(seconds, 4))
+    inp.mask_source, inp.camera_source = mask_source, camera_source
+    warn(inp.warnings)
     return inp
 
 
@@ -232,6 +246,7 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
             f"(now '{convention}'): {conventions.FLIP_HINT}", source)
     if bitdepth == 8:
         warnings.append("8-bit normal map: quantisation limits accuracy (about 0.5 degree); prefer 16-bit or EXR")
+    warn(warnings)
     return Input(normals.astype(np.float32), m, cam, source, bitdepth, warnings, convention)
 
 
@@ -362,6 +377,7 @@ def integrate(
         warnings.append(
             f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
             f"wrong convention? {conventions.FLIP_HINT}")
+        warn(warnings[-1:])
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, method, seconds, note, zimg, iterations, warnings, refined)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from .. import io
 from ..errors import FninError
-from ..io.layout import FOLDER_FILES
+from ..io.layout import FOLDER_FILES, beside
 from .options import Options, UsageError
 
 MAIN_SUFFIXES = io.MESH_SUFFIXES + io.DEPTH_SUFFIXES
@@ -141,12 +142,12 @@ def plan_jobs(
                                  f"give a suffix ({opt} .exr) or a template ({opt} '{{stem}}_x.exr')")
     base_dir = Path(out_dir) if out_dir is not None else (Path(out).parent if out is not None else None)
     main_suffix = fmt or ".ply"
+    missing = []   # the folders of --out-dir to create (parents too), after every check passed
     if out_dir is not None:
         d = Path(out_dir)
-        if not d.exists():
-            raise UsageError(f"output folder does not exist; create it first (mkdir -p {d})", d)
-        if not d.is_dir():
+        if d.exists() and not d.is_dir():
             raise UsageError("--out-dir is not a folder", d)
+        missing = _missing_folders(d)
 
     jobs = []
     for inp in inputs:
@@ -176,17 +177,51 @@ def plan_jobs(
         jobs.append(Job(inp, name, outs))
 
     _check_collisions(jobs, options)
-    for job in jobs:
-        existing = [p for p in job.outputs.values() if p.exists()]
-        if skip_existing and not force and existing and len(existing) == len(job.outputs):
-            job.skip = True
-            continue
-        for p in job.outputs.values():
-            try:
-                io.check_output(p, force)
-            except FninError as exc:
-                raise UsageError(exc.message, exc.path) from None
+    _make_folders(missing)
+    try:
+        for job in jobs:
+            existing = [p for p in job.outputs.values() if p.exists()]
+            if skip_existing and not force and existing and len(existing) == len(job.outputs):
+                job.skip = True
+                continue
+            for p in job.outputs.values():
+                try:
+                    io.check_output(p, force, "--force")
+                except FninError as exc:
+                    raise UsageError(exc.message, exc.path) from None
+    except UsageError:
+        for folder in reversed(missing):  # nothing was computed: leave no empty folder behind
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     return jobs
+
+
+def _missing_folders(d: Path) -> list[Path]:
+    """The folders of ``d`` that do not exist yet, outermost first; a usage error when
+    the nearest existing one is not a writable folder."""
+    missing = []
+    while not d.exists():
+        missing.insert(0, d)
+        if d.parent == d:
+            break
+        d = d.parent
+    if missing:
+        if not d.is_dir():
+            raise UsageError("cannot create --out-dir inside something that is not a folder", d)
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise UsageError("cannot create --out-dir here: the folder is not writable", d)
+    return missing
+
+
+def _make_folders(folders: list[Path]) -> None:
+    for folder in folders:
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise UsageError(f"cannot create the output folder ({exc.strerror or exc})", folder) from None
 
 
 def _check_collisions(jobs: list[Job], options: Options | None) -> None:
@@ -218,4 +253,4 @@ def _input_files(inp: str) -> list[Path]:
     p = Path(inp)
     if p.is_dir():
         return [p / n for n in FOLDER_FILES]
-    return [p]
+    return [p, *(f for f in beside(p) if f is not None)]

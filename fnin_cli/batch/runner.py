@@ -147,6 +147,7 @@ def new_record(job: Job, options: Options) -> dict:
         "outputs": {}, "method": options.method, "refine": options.refine,
         "camera": None, "shape": None, "pixels": None, "seconds": {},
         "scale_note": None, "warnings": [], "peak_rss_mb": None, "convention": None,
+        "mask_source": None, "camera_source": None,
     }
 
 
@@ -217,7 +218,7 @@ def process(job: Job, options: Options, workers: int = 1, status=None, catch_int
         _stopped(rec, job, "interrupted")
     except FninError as exc:
         where = exc.path or job.input
-        msg = exc.message
+        msg = exc.message.replace("pass force=True", "pass --force")  # an output that appeared since planning
         if exc.path and os.path.realpath(exc.path) != os.path.realpath(job.input) and not msg.endswith(")"):
             msg = f"{msg} (input {job.input})"
         rec["error"] = f"{where}: {msg}"
@@ -293,6 +294,10 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
                      pixel_size=options.pixel_size, convention=options.convention, channels=options.channels,
                      float_encoding=options.float_encoding, allow_invalid=options.allow_invalid)
     rec["convention"] = inp.convention
+    # where the mask and camera came from: a file (--mask/--K, or the input's folder), the
+    # --fx/--fy/--cx/--cy options, or none (valid normals; orthographic)
+    rec["mask_source"] = inp.mask_source
+    rec["camera_source"] = "--fx/--fy/--cx/--cy" if options.fx is not None else inp.camera_source
     if inp.check is not None:
         secs["check"] = inp.check["seconds"]
     if options.fx is not None:
@@ -465,5 +470,5 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
-            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention")
+            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source")
     return {k: rec.get(k) for k in keys}

@@ -134,7 +134,8 @@ def fmt_error(v) -> str:
 
 
 def rich_table(report):
-    """Rows = cases, columns = MADE and seconds per method; best MADE bold green, fastest starred."""
+    """Rows = cases, columns = MADE and seconds per method; the best MADE marked ``+`` (and
+    bold green on a terminal), the fastest ``*``: the marks read without colour."""
     from rich import box
     from rich.table import Table
 
@@ -142,8 +143,8 @@ def rich_table(report):
     unit = "mm" if report["dataset"] != "synthetic" else "units"
     t = Table(title=f"fnin bench {report['dataset']}  ({report['machine']['threads']} thread(s), "
                     f"{report['machine']['device']})",
-              caption=f"MADE in {unit}, [bold green]bold green[/]: most accurate, *: fastest, "
-                      "s: seconds of integrate alone (mean row: sum)",
+              caption=f"MADE in {unit} (+: most accurate), s: seconds of integrate alone (*: fastest; "
+                      "mean row: sum)",
               box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("case", no_wrap=True)
     for m in methods:
@@ -158,7 +159,7 @@ def rich_table(report):
         cells = [name]
         for m in methods:
             e = fmt_error(made[m]) if m in ok_made else ("-" if m in ok_secs else "[red]failed[/]")
-            cells.append(f"[bold green]{e}[/]" if m == best else e)
+            cells.append(f"[bold green]{e}+[/]" if m == best else e)
             s = f"{secs[m]:.2f}" if m in ok_secs else "-"
             cells.append(f"[bold]{s}*[/]" if m == fast else s)
         t.add_row(*cells, end_section=end_section)

@@ -286,10 +286,13 @@ def _block_size(valid: int) -> int:
     return int(np.clip(round(np.sqrt(valid / BLOCK_TARGET)), 2, 16))
 
 
-def _flip_name(flip: str, channels: str, half: bool) -> str:
+def _flip_name(flip: str, channels: str, half: bool, convention: str | None = None) -> str:
+    """What the file looks like, relative to the given decoding; ``convention``: the
+    chosen one (a y flip is green-up when it leads to ps, green-down otherwise)."""
     parts = []
     if flip == "y":
-        parts.append("green-down (y flipped)")
+        green = {"ps": "green-up", "directx": "green-down", "opencv": "green-down"}.get(convention)
+        parts.append(f"{green} (y flipped)" if green else "y flipped")
     elif flip == "z":
         parts.append("z flipped")
     elif flip == "yz":
@@ -470,7 +473,7 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     if changed:
         flip = next(c[0] for c in cands if c[2] == chosen)
         ch = chosen.channels != given.channels
-        what = _flip_name(flip, ch, chosen.float_encoding != given.float_encoding)
+        what = _flip_name(flip, ch, chosen.float_encoding != given.float_encoding, chosen.convention)
         fix = _fix_options(given, chosen)
         sc = scores.get(chosen.name, float("nan"))
         detail = (f"integrability score {scores[given.name]:.2f} as decoded ({given.name}) vs "

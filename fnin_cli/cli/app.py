@@ -5,16 +5,33 @@ from __future__ import annotations
 
 import os
 import shlex
+import warnings
 
 import typer
 
+from ..errors import FninWarning
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  # click's plain help: flags shown as --flag / --no-flag, never with a <bool> value
+                  rich_markup_mode=None,
                   help="Integrate surface-normal maps into depth maps and meshes (FNIN, BiNI, WLS).")
 
 
+def _version(value: bool):
+    if value:
+        from .. import __version__
+
+        typer.echo(f"fnin {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root():
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")):
     """fnin: normal integration from the shell."""
+    # the commands report warnings in their own lines and --json records; the Python
+    # API's FninWarning would say each one twice
+    warnings.simplefilter("ignore", FninWarning)
 
 
 def _die(message: str, code: int = 2):
@@ -34,6 +51,17 @@ def _command_line(ctx) -> str:
         if value is not True:
             words.append(shlex.quote(str(value)))
     return " ".join(words)
+
+
+def _stdout_console():
+    """Rich console for results on stdout (``fnin bench synthetic > res.txt``); 160
+    columns when stdout is not a terminal, as :func:`_stderr_console`."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=160)
+    return console
 
 
 def _stderr_console():

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import FninError
-from .app import _die, _stderr_console, app
+from .app import _die, _stderr_console, _stdout_console, app
 
 
 @app.command(no_args_is_help=True)
@@ -25,9 +25,10 @@ def bench(
                                             help="bench meshes: render the views at this height (tests)"),
     mesh_views: Optional[int] = typer.Option(None, "--mesh-views", hidden=True,
                                              help="bench meshes: only the first N views (tests)"),
-    methods: str = typer.Option("fnin,fnin-s,bini,wls", "--methods",
-                                help="comma-separated methods; default = what `fnin integrate` runs "
-                                     "with no method or refine flags"),
+    methods: str = typer.Option("default,bini,wls", "--methods",
+                                help="comma-separated methods: default (what `fnin integrate` runs "
+                                     "with no method or refine flags), fnin, bini, wls; rarely needed: "
+                                     "fnin-s, fnin-stage1 (docs/usage.md)"),
     json_path: Optional[Path] = typer.Option(None, "--json", help="write the full report as JSON"),
     csv_path: Optional[Path] = typer.Option(None, "--csv", help="write one row per case and method"),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="depth, error maps, summary.png"),
@@ -92,7 +93,7 @@ def bench(
                                model_path=model, repeat=repeat)
         except FninError as exc:
             _die(str(exc))
-    console.print(rich_table(report))
+    _stdout_console().print(rich_table(report))   # the result on stdout, progress and messages on stderr
     failed = failed_runs(report)
     for method, error, failed_cases in failed:
         which = failed_cases[0] if len(failed_cases) == 1 else f"{len(failed_cases)} cases ({', '.join(failed_cases)})"

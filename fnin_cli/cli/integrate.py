@@ -16,6 +16,7 @@ from ..batch.plan import expand_inputs, plan_jobs
 from ..batch.progress import LiveStatus
 from ..batch.runner import all_outputs_complete, record_json, run_jobs
 from ..errors import FninError
+from ..io.layout import beside
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, DEFAULT_ROUNDS, method_help
 from .app import _die, _stderr_console, app
 
@@ -75,8 +76,8 @@ def integrate_cmd(
         None, "--refine", help="BiNI rounds started from the method's result, after fnin with its edge "
         f"map as a prior (default: fnin's own {DEFAULT_ROUNDS}, none for the others; 0 = FNIN's one-shot)"),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
-    network_side: Optional[int] = typer.Option(None, "--network-side", help="fnin: finest network scale, short "
-                                               "side in pixels (default 64; larger is slower, see README)"),
+    network_side: Optional[int] = typer.Option(None, "--network-side", help="rarely needed: fnin's finest network "
+                                               "scale, short side in pixels (default 64; docs/usage.md)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights (.safetensors); default: bundled"),
     depth: Optional[str] = typer.Option(None, "--depth", help="also write the depth map (float32, NaN outside)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="also write the discontinuity map (0..1)"),
@@ -127,12 +128,19 @@ def integrate_cmd(
 def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing, json_out, jobs,
                    quiet) -> int:
     console = _stderr_console()
+    new_dir = out_dir is not None and not Path(out_dir).exists()
     try:
         paths = expand_inputs(inputs)
         plan = plan_jobs(paths, out=out, out_dir=out_dir, fmt=fmt, depth=depth, weights=weights, preview=preview,
                          force=opts.force, skip_existing=skip_existing, options=opts)
     except FninError as exc:
-        _die(str(exc))
+        _die(_rerun_hint(str(exc), len(paths) if "paths" in locals() else 1, skip_existing))
+    if not quiet:
+        if new_dir:
+            console.print(f"created the output folder {out_dir}", markup=False, highlight=False, soft_wrap=True)
+        note = _beside_note(paths, opts)
+        if note:
+            console.print(note, markup=False, highlight=False, soft_wrap=True)
 
     if opts.device in ("cuda", "mps") and BY_NAME[opts.method].needs_network:
         try:
@@ -192,6 +200,30 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
     if many and not quiet:
         _print_summary(console, records, wall, jobs)
     return 1 if failed else 0
+
+
+def _rerun_hint(message: str, n_inputs: int, skip_existing: bool) -> str:
+    """A rerun of a batch meets its own outputs: name --skip-existing beside --force."""
+    if "output exists" in message and n_inputs > 1 and not skip_existing:
+        return message + ", or --skip-existing to resume the batch"
+    return message
+
+
+def _beside_note(paths, opts) -> str | None:
+    """One line when file inputs named like a layout folder's normal map take the
+    mask.png / K.txt beside them (README "Inputs"), as the folder form would."""
+    found = {"mask.png": False, "K.txt": False}
+    for p in paths:
+        if Path(p).is_dir():
+            continue
+        mask, K = beside(p)
+        found["mask.png"] |= mask is not None and opts.mask is None
+        found["K.txt"] |= K is not None and opts.K is None and opts.fx is None and not opts.ortho
+    used = [k for k, v in found.items() if v]
+    if not used:
+        return None
+    return (f"note: normal maps inside DiLiGenT/BiNI-layout folders use the {' and '.join(used)} beside them "
+            "(as the folder form does; --mask, --K or --ortho override)")
 
 
 def _print_summary(console, records, wall, jobs):

@@ -75,4 +75,4 @@ def train(
     if json_out:
         print(json.dumps(summary))
     else:
-        typer.echo(f"done: {summary}", err=True)
+        typer.echo(f"done: {summary}")   # the result on stdout, progress on stderr

@@ -27,6 +27,25 @@ def find_in_folder(folder: Path):
     normals = next((folder / n for n in FOLDER_NORMALS if (folder / n).exists()), None)
     if normals is None:
         raise FninError(f"folder has no {' / '.join(FOLDER_NORMALS[:3])}", folder)
+    return (normals, *_mask_and_K(folder))
+
+
+def in_layout(path) -> bool:
+    """Whether ``path`` is a file named like a layout folder's normal map (``normal_map.png``, ...)."""
+    return Path(path).name in FOLDER_NORMALS
+
+
+def beside(normals_file):
+    """The (mask or None, K.txt or None) paths beside a normal map named like a layout
+    folder's (``x/normal_map.png`` reads ``x/mask.png`` and ``x/K.txt`` as the folder
+    ``x`` would); (None, None) for any other file name (README "Inputs")."""
+    p = Path(normals_file)
+    if not in_layout(p):
+        return None, None
+    return _mask_and_K(p.parent)
+
+
+def _mask_and_K(folder: Path):
     mask = next((folder / n for n in FOLDER_MASKS if (folder / n).exists()), None)
     K = folder / FOLDER_K if (folder / FOLDER_K).exists() else None
-    return normals, mask, K
+    return mask, K

@@ -83,6 +83,9 @@ class Method:
         How ``--help`` lists it.
     rounds : Rounds
         The BiNI rounds it runs when ``--refine`` is not given.
+    rare : bool
+        Rarely needed (an ablation or a preview): ``--help`` lists it apart and
+        docs/usage.md#rarely-needed explains it.
     """
 
     name: str
@@ -91,6 +94,7 @@ class Method:
     bytes_per_pixel: int
     label: str
     rounds: Rounds = Rounds(0)
+    rare: bool = False
 
 
 def _run_wls(system, inp, a: RunArgs) -> MethodOutput:
@@ -121,10 +125,10 @@ DEFAULT_ROUNDS = Rounds(16, 1e-3)
 # bytes per masked pixel: measured peaks, rounded up (docs/decisions.md#memory-estimates)
 REGISTRY = (
     Method("fnin", _run_fnin, True, 800, "fnin", DEFAULT_ROUNDS),
-    Method("fnin-s", _run_fnin, True, 800, "fnin-s"),
+    Method("fnin-s", _run_fnin, True, 800, "fnin-s", rare=True),
     Method("bini", _run_bini, False, 700, "bini"),
     Method("wls", _run_wls, False, 650, "wls (smooth)"),
-    Method("fnin-stage1", _run_fnin, True, 800, "fnin-stage1 (network only, no solve)"),
+    Method("fnin-stage1", _run_fnin, True, 800, "fnin-stage1 (network only, no solve)", rare=True),
 )
 BY_NAME = {m.name: m for m in REGISTRY}
 METHODS = tuple(BY_NAME)
@@ -134,5 +138,7 @@ DEFAULT_METHOD = "fnin"
 
 def method_help() -> str:
     """The ``--method`` help line: every method, the default marked."""
-    labels = [m.label + (" (default)" if m.name == DEFAULT_METHOD else "") for m in REGISTRY]
-    return ", ".join(labels[:-1]) + " or " + labels[-1]
+    labels = [m.label + (" (default)" if m.name == DEFAULT_METHOD else "") for m in REGISTRY if not m.rare]
+    rare = [m.label for m in REGISTRY if m.rare]
+    text = ", ".join(labels[:-1]) + " or " + labels[-1]
+    return text + (f"; rarely needed: {', '.join(rare)} (docs/usage.md)" if rare else "")
