@@ -241,8 +241,18 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
     return MeshArrays(vertices, faces, vertex_colors)
 
 
+# glTF's axes (y up, the viewer on +z) from the OpenCV frame (y down, z forward): a half
+# turn about x, so a .glb opens the right way up, facing the viewer, in browser viewers
+# and Blender; the other formats keep the camera frame (README "Outputs")
+GLTF_FROM_CAMERA = np.diag([1.0, -1.0, -1.0])
+
+
 def write_mesh(path, mesh, force: bool = False) -> Path:
-    """Write ``mesh`` atomically as binary .ply or .obj (chosen by suffix)."""
+    """Write ``mesh`` atomically as binary .ply, .obj, binary .stl or .glb (chosen by suffix).
+
+    PLY, OBJ and GLB keep one vertex per masked pixel and the vertex colours; STL stores
+    triangles only (no colours; a pixel in no triangle is absent). GLB is in glTF's axes
+    (``GLTF_FROM_CAMERA``)."""
     path = Path(path)
     suf = path.suffix.lower()
     if suf not in io.MESH_SUFFIXES:
@@ -254,7 +264,14 @@ def write_mesh(path, mesh, force: bool = False) -> Path:
         else:
             if isinstance(mesh, MeshArrays):
                 mesh = mesh.to_trimesh()
-            mesh.export(file_obj=str(tmp), file_type="obj", include_normals=False, include_texture=False)
+            if suf == ".obj":
+                mesh.export(file_obj=str(tmp), file_type="obj", include_normals=False, include_texture=False)
+            elif suf == ".stl":
+                mesh.export(file_obj=str(tmp), file_type="stl")
+            else:
+                gltf = mesh.copy()
+                gltf.vertices = np.asarray(mesh.vertices) @ GLTF_FROM_CAMERA.T
+                gltf.export(file_obj=str(tmp), file_type="glb")
     return path
 
 

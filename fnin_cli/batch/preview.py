@@ -1,9 +1,12 @@
-"""The preview picture: normals | shaded | depth side by side, each panel titled, the
-depth panel with a colour bar (near/far depth in the map's units) and the colour of
+"""The preview picture: normals | shaded | depth side by side under a title line (input,
+method, rounds, camera), each panel titled; under the depth panel its colour bar (near/far
+depth in the map's units, outliers clipped and counted) and the colour of
 discontinuities. Text is drawn with Pillow's default font (no new dependency).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -13,21 +16,27 @@ from ..conventions import from_internal
 # ------------------------------------------------------------------ preview picture
 
 PREVIEW_SIDE = 1024
-TITLE_HEIGHT = 16      # strip above the panels: their titles
-LEGEND_HEIGHT = 30     # strip below: the depth colour bar and the discontinuity colour
+TITLE_HEIGHT = 30      # strip above the panels: the title line, then the panels' titles
+LEGEND_HEIGHT = 50     # strip below: under the depth panel its colour bar and the discontinuity colour
 MIN_PANEL_WIDTH = 150  # narrow panels are widened (background) so that their labels fit
+# the depth scale spans these percentiles of the masked depth: a few outlier pixels (a
+# sliver cut loose at a jump) would otherwise stretch it (human: far 213 where 99.9% lie
+# within 86); the pixels beyond are drawn at the ends and counted in the legend
+DEPTH_PERCENTILES = (0.5, 99.5)
+_CHAR = 6              # width of a character of Pillow's default font, in pixels
 _TEXT = (230, 230, 230)
 _RED = (230.0, 40.0, 40.0)
 _BACKGROUND = np.array([40, 40, 40], np.uint8)
 _LIGHT = np.array([-0.35, -0.45, -0.82])  # from the surface toward a light above-left of the camera
 
 
-def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
+def preview_image(normals, depth, discontinuity, camera, mask, title: str = "") -> np.ndarray:
     """Three panels side by side (uint8 RGB): the input normals (file colours), the
     integrated surface shaded by a light at the camera, and the depth (near = bright,
-    histogram-equalised)
-    with discontinuities (weight > 0.5) in red. Large maps are decimated to ~1024 px and
-    the panels are cropped to the object."""
+    linear between the ``DEPTH_PERCENTILES`` of the masked depth, clipped beyond) with
+    discontinuities (weight > 0.5) in red. ``title``: the line above the panels (input,
+    method, rounds, camera). Large maps are decimated to ~1024 px and the panels are
+    cropped to the object."""
     h, w = mask.shape
     step = max(1, int(np.ceil(max(h, w) / PREVIEW_SIDE)))
     m = mask[::step, ::step]
@@ -47,16 +56,18 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
     grey = 30.0 + 225.0 * shade
     p2 = _panel(np.repeat(grey[..., None], 3, axis=-1), m)
 
-    # 3: depth, near = bright, robust range; discontinuities in red
+    # 3: depth, near = bright, linear over a robust range (percentiles of the full-size
+    # masked depth), clipped beyond; discontinuities in red
+    dfin = depth[mask & np.isfinite(depth)].astype(np.float64)
+    span, clipped = None, 0
+    if dfin.size:
+        lo, hi = (float(v) for v in np.percentile(dfin, DEPTH_PERCENTILES))
+        span, clipped = (lo, hi), int(np.count_nonzero((dfin < lo) | (dfin > hi)))
     d = depth[::step, ::step].astype(np.float64)
     fin = m & np.isfinite(d)
     t = np.zeros_like(d)
-    if fin.any():  # histogram-equalised (rank) grey: full contrast whatever the depth range
-        vals = d[fin]
-        order = np.argsort(vals, kind="stable")
-        ranks = np.empty(vals.size)
-        ranks[order] = np.arange(vals.size)
-        t[fin] = ranks / max(1, vals.size - 1)
+    if span is not None:
+        t[fin] = np.clip((d[fin] - span[0]) / max(span[1] - span[0], 1e-12), 0.0, 1.0)
     g = 50.0 + 205.0 * (1.0 - t)
     rgb = np.repeat(g[..., None], 3, axis=-1)
     if discontinuity is not None:
@@ -74,9 +85,16 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
     p1, p2, p3 = (_widen(p) for p in (p1, p2, p3))
     gap = np.broadcast_to(_BACKGROUND, (p1.shape[0], 4, 3))
     body = np.ascontiguousarray(np.concatenate([p1, gap, p2, gap, p3], axis=1), dtype=np.uint8)
-    dfin = depth[mask & np.isfinite(depth)]
-    span = (float(dfin.min()), float(dfin.max())) if dfin.size else None
-    return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, discontinuity is not None)
+    return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, clipped, discontinuity is not None, title)
+
+
+def preview_title(inp, res) -> str:
+    """The preview's title line: input, method, rounds, camera."""
+    source = Path(inp.source)
+    shown = str(source) if len(str(source)) <= 40 else str(Path(source.parent.name) / source.name)
+    camera = "perspective" if res.camera.perspective else "orthographic"
+    rounds = f"{res.rounds} round{'s' if res.rounds != 1 else ''}"
+    return f"{shown} | {res.method}, {rounds} | {camera}"
 
 
 def _widen(p: np.ndarray) -> np.ndarray:
@@ -88,19 +106,28 @@ def _widen(p: np.ndarray) -> np.ndarray:
     return np.concatenate([left, p, right], axis=1)
 
 
-def _label(body: np.ndarray, widths: list, span, jumps: bool) -> np.ndarray:
-    """Titles above the panels; under the depth panel its colour bar (bright = near,
-    rank-equalised, so the ticks are the min and max depth) and the discontinuity colour."""
+def _fit(text: str, width: int) -> str:
+    """``text`` cut to ``width`` pixels of the default font (ending in '..' when cut)."""
+    n = max(4, width // _CHAR)
+    return text if len(text) <= n else text[: n - 2] + ".."
+
+
+def _label(body: np.ndarray, widths: list, span, clipped: int, jumps: bool, title: str = "") -> np.ndarray:
+    """The title line and the panels' titles above the panels; under the depth panel its
+    colour bar (bright = near, linear between the robust ``span``; ticks at its ends, the
+    clipped pixels counted) and the discontinuity colour."""
     from PIL import Image, ImageDraw
 
     h, w = body.shape[:2]
     img = Image.new("RGB", (w, h + TITLE_HEIGHT + LEGEND_HEIGHT), tuple(int(c) for c in _BACKGROUND))
     img.paste(Image.fromarray(body), (0, TITLE_HEIGHT))
     draw = ImageDraw.Draw(img)
+    if title:
+        draw.text((3, 2), _fit(title, w - 6), fill=_TEXT)
     x0 = [0, widths[0] + 4, widths[0] + widths[1] + 8]
-    for x, pw, title in zip(x0, widths, ("normals (input)", "shaded (result)", "depth")):
-        draw.text((x + 3, 2), title, fill=_TEXT)
-    # depth colour bar: the panel's grey ramp, bright (near) to dark (far)
+    for x, pw, name in zip(x0, widths, ("normals (input)", "shaded (result)", "depth")):
+        draw.text((x + 3, 16), _fit(name, pw - 6), fill=_TEXT)
+    # under the depth panel: the panel's grey ramp, bright (near) to dark (far) ...
     x, pw = x0[2], widths[2]
     top = TITLE_HEIGHT + h + 3
     bar_w = max(20, pw - 6)
@@ -109,10 +136,14 @@ def _label(body: np.ndarray, widths: list, span, jumps: bool) -> np.ndarray:
     if span is not None:
         draw.text((x + 3, top + 10), f"near {span[0]:.4g}", fill=_TEXT)
         far = f"far {span[1]:.4g}"
-        draw.text((x + 3 + bar_w - 6 * len(far), top + 10), far, fill=_TEXT)
-    if jumps:  # the discontinuity colour, under the normals panel
-        draw.rectangle([3, top, 11, top + 8], fill=tuple(int(c) for c in _RED))
-        draw.text((15, top - 1), "discontinuity (in depth)", fill=_TEXT)
+        draw.text((x + 3 + bar_w - _CHAR * len(far), top + 10), far, fill=_TEXT)
+    # ... the pixels beyond its ends, and the discontinuity colour
+    line = top + 22
+    if jumps:
+        draw.rectangle([x + 3, line + 1, x + 11, line + 9], fill=tuple(int(c) for c in _RED))
+        draw.text((x + 15, line), _fit("discontinuity", pw - 18), fill=_TEXT)
+    if clipped:  # beyond the percentiles: drawn at the bar's ends
+        draw.text((x + 3, line + 11), _fit(f"{clipped:,} px beyond near/far, clipped", bar_w), fill=_TEXT)
     return np.asarray(img, dtype=np.uint8)
 
 

@@ -14,12 +14,13 @@ import signal
 import threading
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from .. import io
-from ..errors import FninError
+from ..errors import FninError, FninWarning
 from ..io.formats import probe_shape
 from ..io.layout import find_in_folder
 from ..pipeline import integrate, load_input
@@ -39,9 +40,39 @@ _STATE = {"model": None, "in_pool": False, "busy": False, "interrupted": False, 
 def _sigint(signum, frame):
     # In pool workers: interrupt a running input (its atomic writes clean up), but let an
     # idle worker wait quietly for the pool to shut down instead of dying with a traceback.
+    # SIGTERM and SIGHUP (a batch system ending the job, a closed terminal) do the same.
     _STATE["interrupted"] = True
     if _STATE["busy"]:
         raise KeyboardInterrupt
+
+
+# the signals a batch stops on like Ctrl-C: SIGTERM (Slurm, kill) and SIGHUP (terminal
+# closed); the exit code is 128 + the signal's number (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM)
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def stop_signals(received: list):
+    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt like Ctrl-C (the first
+    one; later ones are only noted), appending their number to ``received``; the previous
+    handlers come back at its end. Main thread only (elsewhere the block runs as is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        received.append(signum)
+        if len(received) == 1:
+            raise KeyboardInterrupt
+
+    previous = {}
+    try:
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, handler)
+        yield
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
 
 
 def _warm_up(obj: bool = False) -> None:
@@ -68,22 +99,27 @@ def _sigint_deferred():
     """Hold a Ctrl-C arriving inside the block and raise it as KeyboardInterrupt at its end.
     Only where Ctrl-C raises KeyboardInterrupt (Python's own handler, main thread);
     elsewhere the block runs as is."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    # Ctrl-C under Python's own handler, and SIGTERM/SIGHUP under stop_signals' (which raise)
+    raising = [sig for sig in (signal.SIGINT, *STOP_SIGNALS)
+               if signal.getsignal(sig) is signal.default_int_handler
+               or getattr(signal.getsignal(sig), "__qualname__", "").startswith("stop_signals.")]
     caught = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append((signum, frame))) for sig in raising}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            raise KeyboardInterrupt
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+        for signum, frame in caught[:1]:  # the held signal, through its own handler (which raises)
+            previous[signum](signum, frame)
 
 
 def _writes_obj(jobs) -> bool:
-    return any(str(p).lower().endswith(".obj") for j in jobs for p in j.outputs.values())
+    """Whether a mesh is written through trimesh (.obj, .stl, .glb; PLY is written without it)."""
+    return any(str(p).lower().endswith((".obj", ".stl", ".glb")) for j in jobs for p in j.outputs.values())
 
 
 def quiet_library_loggers() -> None:
@@ -108,7 +144,9 @@ def init_worker(options: Options, in_pool: bool = False, obj: bool = False, repo
     _STATE["interrupted"] = False
     _STATE["reports"] = reports   # the live status's queue (pool workers on a terminal)
     if in_pool:
-        signal.signal(signal.SIGINT, _sigint)
+        for sig in (signal.SIGINT, *STOP_SIGNALS):
+            signal.signal(sig, _sigint)
+        warnings.simplefilter("ignore", FninWarning)  # reported in the records
     fnin = BY_NAME[options.method].needs_network
     threads = limit_threads(options.threads, torch=fnin, env=False)
     quiet_library_loggers()
@@ -378,8 +416,10 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
         next_out[0] = len(jobs)
 
     if workers == 1:
-        restore = init_worker(options, in_pool=False, obj=obj) if todo else (lambda: None)
+        restore = lambda: None  # noqa: E731
         try:
+            if todo:  # inside the try: a signal while torch loads still reports every input
+                restore = init_worker(options, in_pool=False, obj=obj)
             for i in todo:
                 if on_start is not None:
                     on_start(i)
@@ -415,10 +455,11 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
     # the workers' environment (BLAS and torch counts are set again in init_worker);
     # restored when the pool is gone
     with limit_threads(options.threads, torch=False, blas=False):
-        pool = new_pool()
+        pool = None
         queue = deque(todo)
         pending = {}  # at most `workers` submitted at a time, so Ctrl-C has nothing queued to drain
         try:
+            pool = new_pool()
             while queue or pending:
                 while queue and len(pending) < workers:
                     i = queue.popleft()
@@ -448,7 +489,8 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
                     os.kill(proc.pid, signal.SIGINT)
                 except (OSError, AttributeError):
                     pass
-            pool.shutdown(wait=True, cancel_futures=True)
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
             # report what finished (complete files) or stopped, then the inputs never started,
             # one record per input in input order
             for fut, i in pending.items():

@@ -133,6 +133,18 @@ def fmt_error(v) -> str:
     return f"{mant}e{int(exp)}"
 
 
+def table_heading(report) -> str:
+    """The line above :func:`rich_table`: dataset, threads, device."""
+    return (f"fnin bench {report['dataset']}  ({report['machine']['threads']} thread(s), "
+            f"{report['machine']['device']})")
+
+
+def table_legend(report) -> str:
+    """The line under :func:`rich_table`: units and marks, readable without colour."""
+    unit = "mm" if report["dataset"] != "synthetic" else "units"
+    return f"MADE in {unit} (+: most accurate), s: seconds of integrate alone (*: fastest; mean row: sum)"
+
+
 def rich_table(report):
     """Rows = cases, columns = MADE and seconds per method; the best MADE marked ``+`` (and
     bold green on a terminal), the fastest ``*``: the marks read without colour."""
@@ -140,12 +152,7 @@ def rich_table(report):
     from rich.table import Table
 
     methods = report["methods"]
-    unit = "mm" if report["dataset"] != "synthetic" else "units"
-    t = Table(title=f"fnin bench {report['dataset']}  ({report['machine']['threads']} thread(s), "
-                    f"{report['machine']['device']})",
-              caption=f"MADE in {unit} (+: most accurate), s: seconds of integrate alone (*: fastest; "
-                      "mean row: sum)",
-              box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)  # title and legend: table_heading, table_legend
     t.add_column("case", no_wrap=True)
     for m in methods:
         t.add_column(f"{m}\nMADE", justify="right")

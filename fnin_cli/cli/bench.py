@@ -51,7 +51,7 @@ def bench(
     # imported when the command runs: the bench package (Pillow, the reports) was ~50 ms
     # of every `fnin integrate` start-up (docs/decisions.md#start-up)
     from ..bench.cases import resolve_cases
-    from ..bench.report import rich_table, write_csv, write_json
+    from ..bench.report import rich_table, table_heading, table_legend, write_csv, write_json
     from ..bench.runner import failed_runs, parse_methods, run_bench
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -93,7 +93,10 @@ def bench(
                                model_path=model, repeat=repeat)
         except FninError as exc:
             _die(str(exc))
-    _stdout_console().print(rich_table(report))   # the result on stdout, progress and messages on stderr
+    out = _stdout_console()   # the result on stdout, progress and messages on stderr
+    out.print(table_heading(report), markup=False, highlight=False, soft_wrap=True)
+    out.print(rich_table(report))
+    out.print(table_legend(report), markup=False, highlight=False, soft_wrap=True)
     failed = failed_runs(report)
     for method, error, failed_cases in failed:
         which = failed_cases[0] if len(failed_cases) == 1 else f"{len(failed_cases)} cases ({', '.join(failed_cases)})"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,8 @@ import typer
 from ..batch.options import Options, UsageError, parse_depth_at
 from ..batch.plan import expand_inputs, plan_jobs
 from ..batch.progress import LiveStatus
-from ..batch.runner import all_outputs_complete, record_json, run_jobs
+from ..batch.runner import (STOP_SIGNALS, all_outputs_complete, not_started_record, record_json,
+                             run_jobs, stop_signals)
 from ..errors import FninError
 from ..io.layout import beside
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, DEFAULT_ROUNDS, method_help
@@ -38,7 +40,8 @@ Outputs (all written atomically; an existing file needs --force):
 
 \b
 Exit codes: 0 every input done, 1 some input failed (the others are written),
-2 usage error (nothing computed), 130 interrupted. --json prints one JSON object
+2 usage error (nothing computed), 130 interrupted (143 by SIGTERM, 129 by
+SIGHUP). --json prints one JSON object
 per input on stdout; messages, progress and the summary go to stderr.
 """
 
@@ -177,25 +180,33 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
                              f"{px:,} px; {rec['scale_note']})")
 
     t0 = time.perf_counter()
+    received = []   # SIGTERM / SIGHUP stop the batch like Ctrl-C; exit 128 + their number
     try:
-        status.open()
-        records = run_jobs(plan, opts, workers=jobs, on_record=on_record, status=status)
+        with stop_signals(received):
+            status.open()
+            records = run_jobs(plan, opts, workers=jobs, on_record=on_record, status=status)
     except KeyboardInterrupt as exc:
         status.close()
         records = getattr(exc, "records", None)
-        done = records is not None and all_outputs_complete(records, plan)
-        console.print("interrupted: " + ("every output was complete" if done else
-                                         "finished outputs are complete, nothing partial was left"),
+        if records is None:  # stopped before the runner had a record for each input
+            records = [not_started_record(job, opts) for job in plan]
+            for i, rec in enumerate(records):
+                on_record(i, rec)
+        done = all_outputs_complete(records, plan)
+        by = {signal.SIGINT: "", **{s: f" by {signal.Signals(s).name}" for s in STOP_SIGNALS}}
+        console.print(f"interrupted{by.get(received[0] if received else signal.SIGINT, '')}: "
+                      + ("every output was complete" if done else
+                         "finished outputs are complete, nothing partial was left"),
                       markup=False, soft_wrap=True, highlight=False)
         if not done:
-            return 130
+            return 128 + (received[0] if received else signal.SIGINT)
         return 1 if any(r["status"] == "failed" for r in records) else 0
     finally:
         status.close()
     wall = time.perf_counter() - t0
     if any(r["status"] in ("interrupted", "not started") for r in records):
         if not all_outputs_complete(records, plan):
-            return 130
+            return 128 + (received[0] if received else signal.SIGINT)
     failed = sum(r["status"] == "failed" for r in records)
     if many and not quiet:
         _print_summary(console, records, wall, jobs)

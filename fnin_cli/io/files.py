@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -33,10 +35,16 @@ def check_output(path, force: bool = False, force_hint: str = "force=True") -> P
 
 @contextlib.contextmanager
 def atomic_path(path):
-    """Yield a temporary path beside ``path`` (same suffix); rename it over ``path`` on success."""
+    """Yield a temporary path beside ``path`` (same suffix); rename it over ``path`` on success.
+
+    An OS error while writing (a full disk, a quota, a vanished folder) becomes a
+    :class:`FninError` naming ``path`` and the cause; the temporary file is removed."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".part{path.suffix}", dir=path.parent or ".")
-    os.close(fd)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".part{path.suffix}", dir=path.parent or ".")
+        os.close(fd)
+    except OSError as exc:
+        raise write_error(exc, path) from None
     try:
         yield Path(tmp)
         # mkstemp creates 0600; give the result the usual permissions (0666 minus umask)
@@ -44,7 +52,21 @@ def atomic_path(path):
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(exc, path) from None
         raise
+
+
+def write_error(exc: OSError, path) -> FninError:
+    """The one-line error of an OS error while writing ``path``: the cause as the OS
+    says it ("no space left on device"), with the free space where the disk is full."""
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    cause = cause[:1].lower() + cause[1:]
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        with contextlib.suppress(OSError):
+            free = shutil.disk_usage(Path(path).parent or ".").free
+            cause += f" ({free / 2**20:.1f} MiB free there)"
+    return FninError(f"cannot write: {cause}", path)

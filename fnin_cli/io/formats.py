@@ -29,7 +29,7 @@ from .depth import to_steps, write_depth_png
 from .files import atomic_path, check_output
 from .png_fast import read_png_fast
 
-MESH_SUFFIXES = (".ply", ".obj")
+MESH_SUFFIXES = (".ply", ".obj", ".stl", ".glb")
 
 # Refuse to allocate an input this large (pixels); a 4096x3072 map is 12.6 M.
 MAX_PIXELS = 64_000_000
