@@ -312,8 +312,10 @@ def test_output_folder_missing(tmp_path):
     assert_no_escape(r)
     assert r.exit_code == 2
     assert r.stderr.strip() == f"error: {tmp_path / 'nowhere'}: output folder does not exist; create it first"
-    r = invoke(["integrate", _good(tmp_path), "--out-dir", tmp_path / "nowhere", "--method", "wls"])
-    assert r.exit_code == 2 and "mkdir -p" in r.stderr and not (tmp_path / "nowhere").exists()
+    # --out-dir creates a missing folder, parents too, and says so (issue 32)
+    r = invoke(["integrate", _good(tmp_path), "--out-dir", tmp_path / "nowhere" / "deep", "--method", "wls"])
+    assert r.exit_code == 0 and "created the output folder" in r.stderr
+    assert (tmp_path / "nowhere" / "deep" / "n.ply").is_file()
 
 
 def test_output_folder_not_writable(tmp_path, monkeypatch):
@@ -362,11 +364,11 @@ def test_output_over_an_input_is_refused_even_with_force(tmp_path):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["-o", "m.stl"], ["-o needs a mesh"]),
+    (["-o", "m.3mf"], ["-o needs a mesh"]),
     (["--preview", "p.jpg"], ["PNG"]),
     (["--depth", "d.ply"], ["--depth needs"]),
     (["--out-dir", ".", "-o", "x.ply"], ["-o and --out-dir"]),
-    (["--out-dir", ".", "--format", "stl"], ["unknown --format"]),
+    (["--out-dir", ".", "--format", "3mf"], ["unknown --format"]),
     (["-o", "x.npy", "--depth", "y.npy"], ["is already the depth map"]),
     (["--out-dir", ".", "--format", "exr", "--depth", ".npy"], ["is already the depth map"]),
     (["-o", "x.ply", "--depth", "x.ply"], ["--depth needs"]),

@@ -15,7 +15,8 @@ from fnin_cli.pipeline import integrate, load_input
 from helpers_cli import invoke, run_fnin, write_case, write_folder, write_random_model
 
 JSON_KEYS = {"input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels", "seconds",
-             "scale_note", "warnings", "peak_rss_mb", "convention"}
+             "scale_note", "warnings", "peak_rss_mb", "convention",
+             "mask_source", "camera_source"}  # the last two: issue 32 (where mask and camera came from)
 
 
 def test_file_with_mask_and_K_writes_mesh_depth_weights_preview(tmp_path):
@@ -227,7 +228,8 @@ def test_default_output_names(tmp_path):
                                                     "owl-look.png", "owl.obj", "owl_depth.exr"]
     recs = [json.loads(x) for x in r.stdout.splitlines()]
     assert [rec["outputs"]["mesh"] for rec in recs] == [str(out / "cat.obj"), str(out / "owl.obj")]
-    assert recs[0]["camera"] == "orthographic"  # a file input does not pick up its folder's K.txt
+    # a layout file reads the K.txt and mask.png beside it, as its folder does (issue 32)
+    assert recs[0]["camera"] == "perspective" and recs[0]["camera_source"].endswith("K.txt")
     mesh = trimesh.load(out / "cat.obj", process=False)
     assert len(mesh.vertices) == recs[0]["pixels"]
 

@@ -28,6 +28,7 @@ def nan_equal(a, b):
 
 # ---------------------------------------------------------------- normal maps
 
+@pytest.mark.filterwarnings("ignore::fnin_cli.errors.FninWarning")  # fnin's own (NaN background), by design
 @pytest.mark.filterwarnings("error")  # regression: tifffile's "stored as MINISBLACK" warning
 @pytest.mark.parametrize("suffix", [".exr", ".npy", ".tif", ".tiff"])
 def test_float_normal_map_round_trip(tmp_path, sphere, suffix):

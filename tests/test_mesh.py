@@ -291,7 +291,7 @@ def test_obj_loads_back(tmp_path):
 
 def test_write_mesh_refuses_unknown_suffix_and_existing_file(tmp_path):
     mesh = build_mesh(np.ones((2, 2)), Camera(None, 1.0), np.ones((2, 2), bool))
-    for name in ("mesh.stl", "mesh"):
+    for name in ("mesh.3mf", "mesh"):
         with pytest.raises(FninError, match="unknown mesh type"):
             write_mesh(tmp_path / name, mesh)
     path = write_mesh(tmp_path / "m.ply", mesh)
