@@ -20,7 +20,7 @@ import numpy as np
 from . import conventions, io
 from .camera import Camera
 from .checks import INVALID_MAX, check_decoding, check_invalid
-from .errors import FninError, FninWarning, warn
+from .errors import FninError, FninWarning, for_caller, warn
 from .io.layout import beside, find_in_folder
 from .solvers.bini import integrate_bini
 from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
@@ -154,7 +154,7 @@ def load_input(
         warnings_module.simplefilter("ignore", FninWarning)
         inp = build_input(normals, valid, mask, cam, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
                           convention=chk.chosen.name)
-    inp.warnings[:0] = warnings
+    inp.warnings[:0] = [for_caller(w) for w in warnings]   # Python arguments outside the CLI
     inp.check = dict(chk.as_dict(), seconds=round(seconds, 4))
     inp.mask_source, inp.camera_source = mask_source, camera_source
     warn(inp.warnings)
@@ -246,6 +246,7 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
             f"(now '{convention}'): {conventions.FLIP_HINT}", source)
     if bitdepth == 8:
         warnings.append("8-bit normal map: quantisation limits accuracy (about 0.5 degree); prefer 16-bit or EXR")
+    warnings = [for_caller(w) for w in warnings]
     warn(warnings)
     return Input(normals.astype(np.float32), m, cam, source, bitdepth, warnings, convention)
 
@@ -374,9 +375,9 @@ def integrate(
     warnings = list(inp.warnings)
     frac = jump_fraction(system, z)
     if frac > 0.25:
-        warnings.append(
+        warnings.append(for_caller(
             f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
-            f"wrong convention? {conventions.FLIP_HINT}")
+            f"wrong convention? {conventions.FLIP_HINT}"))
         warn(warnings[-1:])
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, method, seconds, note, zimg, iterations, warnings, refined)

@@ -157,6 +157,21 @@ def test_python_callers_get_warnings_for_decoding_changes(tmp_path):
     assert inp.convention == "directx"
     assert [str(w.message) for w in caught if issubclass(w.category, FninWarning)] == inp.warnings
     assert any("green-down" in w for w in inp.warnings)
+    # in Python the message names the Python argument, on the command line the option
+    assert any('convention="directx"' in w for w in inp.warnings)
+    assert not any("--convention" in w for w in inp.warnings)
+    r = invoke(["integrate", tmp_path / "dx.npy", "-o", tmp_path / "dx.npy.ply", "--method", "wls", "--json"])
+    assert "--convention directx" in json.loads(r.stdout)["warnings"][0]
+
+
+def test_python_names_of_options():
+    from fnin_cli.errors import FninError, python_names
+
+    assert python_names("pass --allow-invalid to go on") == "pass allow_invalid=True to go on"
+    assert python_names("pass --channels N.X,N.Y,N.Z.") == 'pass channels="N.X,N.Y,N.Z".'
+    assert python_names("--channels wants rgb") == "channels wants rgb"
+    assert python_names("try --convention ps (x right)") == 'try convention="ps" (x right)'
+    assert FninError("pass --force to overwrite it").message == "pass force=True to overwrite it"
 
 
 def test_explicit_directx_on_a_green_up_map_says_green_up(tmp_path):

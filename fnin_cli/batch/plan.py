@@ -186,7 +186,7 @@ def plan_jobs(
                 continue
             for p in job.outputs.values():
                 try:
-                    io.check_output(p, force, "--force")
+                    io.check_output(p, force)
                 except FninError as exc:
                     raise UsageError(exc.message, exc.path) from None
     except UsageError:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
-from ..errors import FninError, FninWarning
+from ..errors import FninError, FninWarning, use_cli_messages
 from ..io.formats import probe_shape
 from ..io.layout import find_in_folder
 from ..pipeline import integrate, load_input
@@ -147,6 +147,7 @@ def init_worker(options: Options, in_pool: bool = False, obj: bool = False, repo
         for sig in (signal.SIGINT, *STOP_SIGNALS):
             signal.signal(sig, _sigint)
         warnings.simplefilter("ignore", FninWarning)  # reported in the records
+        use_cli_messages()   # this process serves the command line: messages name its options
     fnin = BY_NAME[options.method].needs_network
     threads = limit_threads(options.threads, torch=fnin, env=False)
     quiet_library_loggers()
@@ -256,7 +257,7 @@ def process(job: Job, options: Options, workers: int = 1, status=None, catch_int
         _stopped(rec, job, "interrupted")
     except FninError as exc:
         where = exc.path or job.input
-        msg = exc.message.replace("pass force=True", "pass --force")  # an output that appeared since planning
+        msg = exc.message
         if exc.path and os.path.realpath(exc.path) != os.path.realpath(job.input) and not msg.endswith(")"):
             msg = f"{msg} (input {job.input})"
         rec["error"] = f"{where}: {msg}"

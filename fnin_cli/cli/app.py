@@ -9,7 +9,7 @@ import warnings
 
 import typer
 
-from ..errors import FninWarning
+from ..errors import FninWarning, cli_messages
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   # click's plain help: flags shown as --flag / --no-flag, never with a <bool> value
@@ -26,9 +26,11 @@ def _version(value: bool):
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def _root(ctx: typer.Context,
+          version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="print the version and exit")):
     """fnin: normal integration from the shell."""
+    ctx.with_resource(cli_messages())   # messages name the options (--force), not Python's force=True
     # the commands report warnings in their own lines and --json records; the Python
     # API's FninWarning would say each one twice
     warnings.simplefilter("ignore", FninWarning)

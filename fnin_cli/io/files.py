@@ -13,11 +13,8 @@ from ..errors import FninError
 
 # ---------------------------------------------------------------- writers
 
-def check_output(path, force: bool = False, force_hint: str = "force=True") -> Path:
-    """Validate an output path before any work is done: known folder, writable, not clobbering.
-
-    ``force_hint`` is how the caller overwrites: the Python argument by default, ``--force``
-    from the command line."""
+def check_output(path, force: bool = False) -> Path:
+    """Validate an output path before any work is done: known folder, writable, not clobbering."""
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.exists():
@@ -27,7 +24,7 @@ def check_output(path, force: bool = False, force_hint: str = "force=True") -> P
     if not os.access(parent, os.W_OK):
         raise FninError("output folder is not writable", parent)
     if path.exists() and not force:
-        raise FninError(f"output exists; pass {force_hint} to overwrite it", path)
+        raise FninError("output exists; pass --force to overwrite it", path)  # force=True in Python
     if path.is_dir():
         raise FninError("output path is a folder", path)
     return path
