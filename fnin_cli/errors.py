@@ -39,7 +39,8 @@ def python_names(text: str) -> str:
             return name + ("" if value is None else f" {value}")
         return f'{name}="{word.group(1)}"{word.group(2)}'
 
-    return _OPTION_RE.sub(sub, text)
+    # two arguments in a row read as a call's: convention="directx", channels="bgr"
+    return re.sub(r'(\w+="[^"]*") (?=\w+=)', r"\1, ", _OPTION_RE.sub(sub, text))
 
 
 def for_caller(text: str) -> str:

@@ -155,7 +155,7 @@ def test_correct_inputs_run_and_match(corpus, reference, name, extra):
 def test_python_api_records_the_decoding(corpus):
     d = corpus["dir"]
     inp = load_input(d / "green-down.png", mask=d / "mask.png", K=d / "K.txt")
-    assert inp.convention == "directx" and any("--convention directx" in w for w in inp.warnings)
+    assert inp.convention == "directx" and any('convention="directx"' in w for w in inp.warnings)  # Python's name
     inp = load_input(d / "correct.png", mask=d / "mask.png", K=d / "K.txt", convention="ps")
     assert inp.convention == "ps" and inp.check["changed"] is False
 

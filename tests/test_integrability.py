@@ -94,12 +94,13 @@ def _mis_encodings(n):
     z = png.copy(); z[..., 2] = 65535 - z[..., 2]
     half = ((from_internal(n, "ps") + 1) / 2).astype(np.float32)
     return {
-        "green-down": (g, 16, "directx", "--convention directx"),
-        "bgr": (np.ascontiguousarray(png[..., ::-1]), 16, "ps/bgr", "--channels bgr"),
-        "half": (half, None, "ps/half", "--float-encoding half"),
+        # the fixes as a Python caller reads them (the command line's: test_decoding_cli.py)
+        "green-down": (g, 16, "directx", 'convention="directx"'),
+        "bgr": (np.ascontiguousarray(png[..., ::-1]), 16, "ps/bgr", 'channels="bgr"'),
+        "half": (half, None, "ps/half", 'float_encoding="half"'),
         "zflip": (z, 16, "custom(+1,-1,+1)", "flip z"),
-        "opencv": (from_internal(n, "opencv").astype(np.float32), None, "opencv", "--convention opencv"),
-        "bgr+green-down": (np.ascontiguousarray(g[..., ::-1]), 16, "directx/bgr", "--convention directx --channels bgr"),
+        "opencv": (from_internal(n, "opencv").astype(np.float32), None, "opencv", 'convention="opencv"'),
+        "bgr+green-down": (np.ascontiguousarray(g[..., ::-1]), 16, "directx/bgr", 'convention="directx", channels="bgr"'),
     }
 
 
@@ -122,9 +123,10 @@ def test_messages_name_the_option(bumps):
     assert chk.message.startswith("normals look green-down (y flipped); decoding them as --convention directx")
     with pytest.raises(FninError) as e:
         check_decoding(raw, bd, mask, c, mode="strict", source="x.png")
-    assert "pass --convention directx (or --convention auto)" in str(e.value) and str(e.value).startswith("x.png: ")
+    # a Python caller reads the Python arguments (issue 32)
+    assert 'pass convention="directx" (or convention="auto")' in str(e.value) and str(e.value).startswith("x.png: ")
     raw, bd, *_ = _mis_encodings(n)["bgr"]
-    with pytest.raises(FninError, match=r"BGR, as cv2.imwrite writes\): pass --channels bgr"):
+    with pytest.raises(FninError, match=r'BGR, as cv2.imwrite writes\): pass channels="bgr"'):
         check_decoding(raw, bd, mask, c, mode="strict")
     assert check_decoding(raw, bd, mask, c).as_dict()["channels"] == "bgr"
 
@@ -212,7 +214,7 @@ def test_invalid_report_counts_and_causes():
     bad = n.copy()
     bad[:2] = np.nan  # 1 % : under the 2 % threshold
     assert invalid_report(bad, mask).ok
-    with pytest.raises(FninError, match="allow-invalid"):
+    with pytest.raises(FninError, match="allow_invalid=True"):
         check_invalid(half, mask)
     assert check_invalid(half, mask, allow=True).fraction > 0.2
     rep = check_invalid(np.where(mask[..., None], n, np.nan), None)

@@ -250,5 +250,5 @@ def test_ps_file_of_a_plane_facing_down_and_its_depth(tmp_path):
     assert_equal_up_to(res.depth, surface.depth, res.mask, "scale")
     flipped = integrate(load_input(path, K=cam.K, convention="directx"), method="wls")
     assert np.all(np.diff(flipped.depth, axis=0) < 0)
-    with pytest.raises(FninError, match="face away.*--convention"):
+    with pytest.raises(FninError, match='face away.*convention="'):
         load_input(path, K=cam.K, convention="opencv")

@@ -40,8 +40,10 @@ def bench(
     pixel_size: Optional[float] = typer.Option(None, "--pixel-size", help="orthographic cases without "
                                                "pixel_size.txt"),
     convention: str = typer.Option("ps", "--convention", help="normal-map file convention of folder cases"),
-    isolate: bool = typer.Option(False, "--isolate", help="each case and method in a fresh subprocess"),
-    warmup: bool = typer.Option(True, "--warmup/--no-warmup", help="untimed warm-up run per method"),
+    isolate: bool = typer.Option(False, "--isolate", help="rarely needed: each case and method in a fresh "
+                                 "subprocess (docs/usage.md)"),
+    warmup: bool = typer.Option(True, "--warmup/--no-warmup", help="untimed warm-up run per method (--no-warmup: "
+                               "rarely needed, docs/usage.md)"),
     repeat: int = typer.Option(1, "--repeat", help="runs per case and method, interleaved; seconds: the "
                                "fastest (errors: the first run's)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights for the network methods "
@@ -106,10 +108,13 @@ def bench(
         warnings += [w for r in per.values() for w in r.get("warnings", []) if w not in warnings]
     for warning in warnings:
         typer.echo(f"warning: {warning}", err=True)
-    if json_path is not None:
-        write_json(json_path, report)
-    if csv_path is not None:
-        write_csv(csv_path, report)
+    try:
+        if json_path is not None:
+            write_json(json_path, report)
+        if csv_path is not None:
+            write_csv(csv_path, report)
+    except FninError as exc:   # a full disk: one line naming the file and the cause
+        _die(str(exc), 1)
     if out_dir is not None:
         typer.echo(f"outputs in {out_dir}", err=True)
     raise typer.Exit(1 if failed else 0)

@@ -90,14 +90,15 @@ def integrate_cmd(
     depth_at: Optional[str] = typer.Option(None, "--depth-at", metavar="ROW,COL,DEPTH",
                                            help="fix the scale/offset by one known pixel depth instead"),
     colors: bool = typer.Option(True, "--colors/--no-colors", help="mesh vertex colours from the normals"),
-    cut: float = typer.Option(1.0, "--cut", help="mesh: drop triangles across depth jumps whose residual "
-                              "exceeds this (normal units; larger keeps more)"),
+    cut: float = typer.Option(1.0, "--cut", help="rarely needed: drop mesh triangles across depth jumps whose "
+                              "residual exceeds this (normal units; larger keeps more; docs/usage.md)"),
     force: bool = typer.Option(False, "--force", help="overwrite existing outputs"),
     skip_existing: bool = typer.Option(False, "--skip-existing", help="skip inputs whose outputs all exist "
                                        "(resume a batch)"),
     json_out: bool = typer.Option(False, "--json", help="one JSON object per input on stdout"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="parallel worker processes (outputs identical to --jobs 1)"),
-    threads: int = typer.Option(1, "--threads", help="compute threads per worker (results depend only on this)"),
+    threads: int = typer.Option(1, "--threads", help="rarely needed: compute threads per worker "
+                                   "(results depend only on this; docs/usage.md)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only errors and warnings on stderr"),
     debug: bool = typer.Option(False, "--debug", help="print tracebacks of failures"),
 ):
