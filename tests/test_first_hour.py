@@ -75,10 +75,11 @@ def test_out_dir_refuses_to_nest_in_a_file(tmp_path):
     r = invoke(["integrate", tmp_path / "s0", "--out-dir", tmp_path / "file" / "sub", "--method", "wls"])
     assert r.exit_code == 2 and "not a folder" in r.stderr
     # a usage error found after the folder was planned leaves no empty folder behind
-    (tmp_path / "taken.ply").write_text("x")
+    (tmp_path / "taken.png").write_text("x")
     r = invoke(["integrate", tmp_path / "s0", "--out-dir", tmp_path / "a" / "b", "--preview",
                 tmp_path / "taken.png", "--method", "wls"])
-    assert r.exit_code == 0 or not (tmp_path / "a").exists()
+    assert r.exit_code == 2 and "output exists" in r.stderr
+    assert not (tmp_path / "a").exists()
 
 
 def test_diligent_glob_of_files_matches_the_folders(tmp_path):

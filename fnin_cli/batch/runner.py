@@ -2,8 +2,8 @@
 
 ``process`` integrates and writes one input and never raises (a failure becomes the
 record's ``error``); ``run_jobs`` runs them all (``--jobs``), delivers records in input
-order and handles Ctrl-C (exit 130). Per-worker state: the network loaded once, signals,
-thread limits.
+order and handles Ctrl-C (exit 130), and SIGTERM/SIGHUP alike within :func:`stop_signals`
+(the CLI exits 143/129). Per-worker state: the network loaded once, signals, thread limits.
 """
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def _warm_up(obj: bool = False) -> None:
     Besides fairer per-input timings, this keeps Ctrl-C out of imports: trimesh wraps
     failed optional imports (KeyboardInterrupt included) in placeholders, which then
     broke the rest of that process with a TypeError instead of stopping it. trimesh is
-    imported only when an .obj mesh will be written (PLY is written without it: about a
-    second of a single call's start-up, docs/decisions.md#start-up).
+    imported only when an .obj, .stl or .glb mesh will be written (PLY is written without
+    it: about a second of a single call's start-up, docs/decisions.md#start-up).
     """
     try:
         import pyamg  # noqa: F401
@@ -96,9 +96,10 @@ def _warm_up(obj: bool = False) -> None:
 
 @contextlib.contextmanager
 def _sigint_deferred():
-    """Hold a Ctrl-C arriving inside the block and raise it as KeyboardInterrupt at its end.
-    Only where Ctrl-C raises KeyboardInterrupt (Python's own handler, main thread);
-    elsewhere the block runs as is."""
+    """Hold a Ctrl-C (or a SIGTERM/SIGHUP under :func:`stop_signals`) arriving inside the
+    block and raise it as KeyboardInterrupt at its end. Only where the signal raises
+    KeyboardInterrupt (Python's own handler or stop_signals', main thread); elsewhere the
+    block runs as is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

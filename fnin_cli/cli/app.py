@@ -55,7 +55,7 @@ def _command_line(ctx) -> str:
     return " ".join(words)
 
 
-def _stdout_console():
+def stdout_console():
     """Rich console for results on stdout (``fnin bench synthetic > res.txt``); 160
     columns when stdout is not a terminal, as :func:`_stderr_console`."""
     from rich.console import Console

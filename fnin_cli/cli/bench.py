@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import FninError
-from .app import _die, _stderr_console, _stdout_console, app
+from .app import _die, _stderr_console, stdout_console, app
 
 
 @app.command(no_args_is_help=True)
@@ -95,7 +95,7 @@ def bench(
                                model_path=model, repeat=repeat)
         except FninError as exc:
             _die(str(exc))
-    out = _stdout_console()   # the result on stdout, progress and messages on stderr
+    out = stdout_console()   # the result on stdout, progress and messages on stderr
     out.print(table_heading(report), markup=False, highlight=False, soft_wrap=True)
     out.print(rich_table(report))
     out.print(table_legend(report), markup=False, highlight=False, soft_wrap=True)

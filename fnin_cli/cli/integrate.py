@@ -26,12 +26,14 @@ _INTEGRATE_HELP = """Integrate normal maps into meshes and depth maps.
 
 INPUT is a normal-map file (.exr .png .npy .tif .tiff), a folder in the DiLiGenT/BiNI
 layout (normal_map.png, optional mask.png and K.txt) or a glob pattern (quote it to let
-fnin expand it). Files named normal_map.* take their folder's name for outputs.
+fnin expand it). Files named normal_map.* take their folder's name for outputs
+and, like the folder, the mask.png and K.txt beside them.
 
 \b
 Outputs (all written atomically; an existing file needs --force):
-  -o FILE          one input: a mesh (.ply .obj) or a depth map (.exr .npy .png .tif)
-  --out-dir DIR    any number of inputs: DIR/<name>.<format> (--format, default ply)
+  -o FILE          one input: a mesh (.ply .obj .glb .stl) or a depth map (.exr .npy .png .tif)
+  --out-dir DIR    any number of inputs: DIR/<name>.<format> (--format, default ply);
+                   a missing DIR is created, parents too
   --depth/--weights/--preview  extra files: a path (one input), a suffix such as
                    '.exr' (-> <name>_depth.exr beside the main output; <name> is the
                    stem of -o when given, else the input's name) or a template such
@@ -40,9 +42,9 @@ Outputs (all written atomically; an existing file needs --force):
 
 \b
 Exit codes: 0 every input done, 1 some input failed (the others are written),
-2 usage error (nothing computed), 130 interrupted (143 by SIGTERM, 129 by
-SIGHUP). --json prints one JSON object
-per input on stdout; messages, progress and the summary go to stderr.
+2 usage error (nothing computed), 130 interrupted (143 by SIGTERM, 129 by SIGHUP).
+--json prints one JSON object per input on stdout; messages, progress and the
+summary go to stderr.
 """
 
 
@@ -50,11 +52,12 @@ per input on stdout; messages, progress and the summary go to stderr.
 def integrate_cmd(
     inputs: list[str] = typer.Argument(..., metavar="INPUT...", show_default=False,
                                        help="normal-map files, DiLiGenT-layout folders or glob patterns"),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="output file for one input (.ply .obj mesh, "
-                                       ".exr .npy .png .tif depth)"),
-    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="folder for the outputs of several inputs"),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="output file for one input (.ply .obj .glb .stl "
+                                       "mesh, .exr .npy .png .tif depth)"),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="folder for the outputs of several inputs "
+                                           "(created if missing)"),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="main output type with --out-dir: "
-                                      "ply (default), obj, exr, npy, png, tif"),
+                                      "ply (default), obj, glb, stl, exr, npy, png, tif"),
     mask: Optional[Path] = typer.Option(None, "--mask", help="mask image (white = object); overrides a folder's"),
     K: Optional[Path] = typer.Option(None, "--K", help="3x3 intrinsics text file (perspective); overrides a folder's"),
     fx: Optional[float] = typer.Option(None, "--fx", help="focal length in pixels (instead of --K)"),
