@@ -37,13 +37,14 @@ import platform
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from .. import __version__
-from ..errors import FninError
+from ..errors import FninError, FninWarning
 from ..pipeline import integrate
 from ..resources import PeakMemory, THREAD_ENV, cuda_synchronize, limit_threads
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
@@ -224,6 +225,7 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
 def _child_main():
     """Entry of an ``--isolate`` subprocess: one JSON job on stdin, one record on stdout."""
     job = json.loads(sys.stdin.read())
+    warnings.simplefilter("ignore", FninWarning)   # reported in the record, as in the parent
     # a child of its own: nothing to restore
     threads = limit_threads(job["threads"], torch=True if _needs_network(job["method"]) else None)
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import torch
 
 from .. import pipeline
 from ..data.synthetic import make_scene, scene_arrays
+from ..errors import FninWarning
 from ..model.geometry import Level
 from ..solvers import stage2
 from .config import TEACHER_TARGETS, TrainConfig
@@ -67,8 +69,10 @@ def teacher_weights(scene, rounds: int = 0, model: str = "") -> np.ndarray:
 
     out = np.zeros((2,) + scene.mask.shape, np.float32)
     if rounds:
-        inp = build_input(scene.normals, None, scene.mask, scene.K)   # may drop isolated pixels
-        r = integrate(inp, "fnin", refine=rounds, device="cpu", model=load_model(model, device="cpu"))
+        with warnings.catch_warnings():   # a scene's dropped pixels are no news to a training run
+            warnings.simplefilter("ignore", FninWarning)
+            inp = build_input(scene.normals, None, scene.mask, scene.K)   # may drop isolated pixels
+            r = integrate(inp, "fnin", refine=rounds, device="cpu", model=load_model(model, device="cpu"))
         mask, weights = inp.mask, bini_weights(NormalSystem(inp.normals, inp.mask, inp.camera), r.z[inp.mask])
     else:
         cam = Camera(scene.K, 1.0)
