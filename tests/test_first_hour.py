@@ -336,3 +336,31 @@ def test_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch):
     assert len(errors) == 1 and errors[0].startswith(f"error: {out / 's.ply'}: cannot write: no space left on device"), r.stderr
     assert "internal error" not in r.stderr
     assert os.listdir(out) == []   # nothing partial
+
+
+@pytest.mark.parametrize("error", [
+    RuntimeError('Failed to write pixel data to image file "x.part.exr". No space left on device.'),  # OpenEXR
+    OSError("49152 requested and 16352 written"),   # numpy/tifffile: a short write, no errno
+])
+def test_library_errors_of_a_full_disk_are_named_too(tmp_path, monkeypatch, error):
+    """Seen on a 64 KiB tmpfs: OpenEXR raised a RuntimeError ("internal error") and numpy
+    a short-write OSError without errno; both are the full disk they are."""
+    from collections import namedtuple
+
+    from fnin_cli.errors import FninError
+    from fnin_cli.io import files
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage(1 << 16, 1 << 16, 0))
+    with pytest.raises(FninError, match=r"cannot write: no space left on device") as e:
+        with files.atomic_path(tmp_path / "d.exr") as tmp:
+            Path(tmp).write_bytes(b"partial")
+            raise error
+    assert e.value.path == str(tmp_path / "d.exr")
+    assert os.listdir(tmp_path) == []   # nothing partial
+    # a library's error that is not about space stays what it is (a bug is not a full disk)
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda p: usage(1 << 40, 0, 1 << 40))
+    with pytest.raises(RuntimeError):
+        with files.atomic_path(tmp_path / "e.exr"):
+            raise RuntimeError("some library bug")
+    assert os.listdir(tmp_path) == []
