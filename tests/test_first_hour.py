@@ -261,10 +261,10 @@ def test_sigterm_stops_a_jobs_2_batch_like_ctrl_c(tmp_path):
     import trimesh
 
     inputs = []
-    for i in range(8):
-        p = tmp_path / "in" / f"s{i}.npy"
+    for i in range(12):   # enough work that the signal lands mid-batch
+        p = tmp_path / "in" / f"s{i:02d}.npy"
         p.parent.mkdir(exist_ok=True)
-        np.save(p, from_internal(scene(PERSP_SEEDS[i], size=96).normals, "ps"))
+        np.save(p, from_internal(scene(PERSP_SEEDS[i], size=128).normals, "ps"))
         inputs.append(p)
     out = tmp_path / "out"
     cmd = [sys.executable, "-c", "from fnin_cli.cli import main; main()", "integrate", *map(str, inputs),
