@@ -13,7 +13,7 @@ from ..config import DEFAULT
 from .linear import AMGCache
 from .system import NormalSystem
 
-_S = DEFAULT.solver   # the defaults below: BiNI as SPEC describes it
+_S = DEFAULT.solver   # the defaults below: BiNI as its paper describes it (fnin_cli.config)
 
 
 def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
