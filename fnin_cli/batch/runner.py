@@ -188,6 +188,7 @@ def new_record(job: Job, options: Options) -> dict:
         "camera": None, "shape": None, "pixels": None, "seconds": {},
         "scale_note": None, "warnings": [], "peak_rss_mb": None, "convention": None,
         "mask_source": None, "camera_source": None,
+        "config": options.run_config(),
     }
 
 
@@ -347,17 +348,6 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     rec["pixels"] = int(inp.mask.sum())
     if shape is None:  # header was not probed: check with the real size now
         check_memory(inp.shape, options.method, npath, mesh_out, workers, rec["pixels"])
-    if options.depth_at is not None:
-        r, c, d = options.depth_at
-        h, w = inp.shape
-        if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
-            raise FninError(f"--depth-at pixel (row {r}, col {c}) is not inside the mask of this "
-                            f"{w}x{h} map; pick a pixel on the object", npath)
-        if inp.camera.perspective and not d > 0:
-            raise FninError(f"--depth-at depth must be positive for a perspective camera, got {d:g}", npath)
-    if options.mean_depth is not None and inp.camera.perspective and not options.mean_depth > 0:
-        raise FninError(f"--mean-depth must be positive for a perspective camera, got {options.mean_depth:g}",
-                        npath)
     secs["load"] = round(time.perf_counter() - t, 4)
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
@@ -514,5 +504,6 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
-            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source")
+            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source",
+            "config")
     return {k: rec.get(k) for k in keys}

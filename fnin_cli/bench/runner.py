@@ -47,11 +47,11 @@ from .. import __version__
 from ..errors import FninError, FninWarning
 from ..pipeline import integrate
 from ..resources import PeakMemory, THREAD_ENV, cuda_synchronize, limit_threads
-from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
+from ..solvers.registry import BENCH_METHODS, BY_NAME, DEFAULT_METHOD, METHODS
 from .cases import Case, align_and_errors, align_objects, resolve_cases
 from .report import summary_png, write_case_outputs
 
-DEFAULT_METHODS = ("fnin", "fnin-s", "bini", "wls")   # the methods a bench runs by default
+DEFAULT_METHODS = BENCH_METHODS      # the methods a bench runs by default (registry: Method.bench)
 WARMUP_CASE = (101, False, 64)       # seed, orthographic, size of the untimed warm-up scene
 DEFAULT_KEY = "default"              # what `fnin integrate` runs with no method or refine flags
 
@@ -222,7 +222,7 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
     return rec
 
 
-def _child_main():
+def child_main():
     """Entry of an ``--isolate`` subprocess: one JSON job on stdin, one record on stdout."""
     job = json.loads(sys.stdin.read())
     warnings.simplefilter("ignore", FninWarning)   # reported in the record, as in the parent
@@ -248,7 +248,7 @@ def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, 
     job = {"case": asdict(case), "method": method, "threads": threads, "refine": refine, "device": device,
            "out_dir": None if out_dir is None else str(out_dir), "mesh": mesh, "warmup": warmup,
            "model": None if model_path is None else str(model_path)}
-    proc = subprocess.run([sys.executable, "-c", "from fnin_cli.bench import _child_main; _child_main()"],
+    proc = subprocess.run([sys.executable, "-c", "from fnin_cli.bench import child_main; child_main()"],
                           input=json.dumps(job), capture_output=True, text=True, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:

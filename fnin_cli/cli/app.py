@@ -36,12 +36,13 @@ def _root(ctx: typer.Context,
     warnings.simplefilter("ignore", FninWarning)
 
 
-def _die(message: str, code: int = 2):
+def die(message: str, code: int = 2):
+    """Print "error: message" on stderr and exit with ``code`` (2: usage)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 
 
-def _command_line(ctx) -> str:
+def command_line(ctx) -> str:
     """The running command as a shell line, rebuilt from its parsed options (what the
     model card records; also right when the CLI is invoked in-process)."""
     words = [ctx.command_path if ctx.command_path.startswith("fnin") else f"fnin {ctx.info_name}"]
@@ -57,7 +58,7 @@ def _command_line(ctx) -> str:
 
 def stdout_console():
     """Rich console for results on stdout (``fnin bench synthetic > res.txt``); 160
-    columns when stdout is not a terminal, as :func:`_stderr_console`."""
+    columns when stdout is not a terminal, as :func:`stderr_console`."""
     from rich.console import Console
 
     console = Console()
@@ -66,7 +67,7 @@ def stdout_console():
     return console
 
 
-def _stderr_console():
+def stderr_console():
     """Rich console on stderr; when stderr is not a terminal (logs, CI), 160 columns
     instead of rich's 80, so the bench and summary tables are not truncated."""
     from rich.console import Console

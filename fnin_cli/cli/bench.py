@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 
 from ..errors import FninError
-from .app import _die, _stderr_console, stdout_console, app
+from ..model import DEVICES
+from .app import die, stderr_console, stdout_console, app
 
 
 @app.command(no_args_is_help=True)
@@ -36,7 +37,7 @@ def bench(
     threads: int = typer.Option(1, "--threads", help="torch and BLAS threads, the same for every method"),
     refine: Optional[int] = typer.Option(None, "--refine", help="BiNI rounds after each method (default: "
                                          "each method's own; 0: none, FNIN's one-shot); not applied to default"),
-    device: str = typer.Option("auto", "--device", help="network device: auto, cpu, cuda, mps"),
+    device: str = typer.Option("auto", "--device", help="network device: " + ", ".join(DEVICES)),
     pixel_size: Optional[float] = typer.Option(None, "--pixel-size", help="orthographic cases without "
                                                "pixel_size.txt"),
     convention: str = typer.Option("ps", "--convention", help="normal-map file convention of folder cases"),
@@ -62,14 +63,14 @@ def bench(
     try:
         wanted = parse_methods(methods)
     except FninError as exc:
-        _die(str(exc))
+        die(str(exc))
     if refine is not None and refine < 0:
-        _die(f"--refine must be 0 or more, got {refine}")
+        die(f"--refine must be 0 or more, got {refine}")
     if mesh and out_dir is None:
-        _die("--mesh needs --out-dir")
+        die("--mesh needs --out-dir")
     for p in (json_path, csv_path):
         if p is not None and not p.parent.is_dir():
-            _die(f"{p.parent}: output folder does not exist; create it first")
+            die(f"{p.parent}: output folder does not exist; create it first")
     try:
         if meshes is not None and source != "meshes":
             raise FninError("--meshes goes with `fnin bench meshes`")
@@ -80,8 +81,8 @@ def bench(
 
             load_model(model, "cpu")   # a missing or broken file stops here, before the progress bar
     except FninError as exc:
-        _die(str(exc))
-    console = _stderr_console()
+        die(str(exc))
+    console = stderr_console()
     with Progress(TextColumn("[bold]bench"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console) as prog:
         task = prog.add_task("bench", total=len(cases) * len(wanted), info="warm-up")
@@ -94,7 +95,7 @@ def bench(
                                progress=cb, refine=refine, device=device, isolate=isolate, dataset=dataset,
                                model_path=model, repeat=repeat)
         except FninError as exc:
-            _die(str(exc))
+            die(str(exc))
     out = stdout_console()   # the result on stdout, progress and messages on stderr
     out.print(table_heading(report), markup=False, highlight=False, soft_wrap=True)
     out.print(rich_table(report))
@@ -114,7 +115,7 @@ def bench(
         if csv_path is not None:
             write_csv(csv_path, report)
     except FninError as exc:   # a full disk: one line naming the file and the cause
-        _die(str(exc), 1)
+        die(str(exc), 1)
     if out_dir is not None:
         typer.echo(f"outputs in {out_dir}", err=True)
     raise typer.Exit(1 if failed else 0)

@@ -18,27 +18,36 @@ from ..batch.progress import LiveStatus
 from ..batch.runner import (STOP_SIGNALS, all_outputs_complete, not_started_record, record_json,
                              run_jobs, stop_signals)
 from ..errors import FninError
+from ..config import DEFAULT
+from ..io import DEPTH_SUFFIXES, FORMATS, MESH_SUFFIXES, NORMAL_SUFFIXES
 from ..io.layout import beside
-from ..solvers.registry import BY_NAME, DEFAULT_METHOD, DEFAULT_ROUNDS, method_help
-from .app import _die, _stderr_console, app
+from ..model import ACCELERATORS, DEVICES
+from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
+from .app import die, stderr_console, app
 
-_INTEGRATE_HELP = """Integrate normal maps into meshes and depth maps.
+# the suffixes the help names, from the io module's format table (one per format for outputs)
+_NORMAL = " ".join(NORMAL_SUFFIXES)
+_MESH = " ".join(MESH_SUFFIXES)
+_DEPTH = " ".join(dict.fromkeys(f.suffixes[0] for f in FORMATS if f.suffixes[0] in DEPTH_SUFFIXES))
+_FORMAT_NAMES = [s.lstrip(".") for s in MESH_SUFFIXES + tuple(_DEPTH.split())]
 
-INPUT is a normal-map file (.exr .png .npy .tif .tiff), a folder in the DiLiGenT/BiNI
+_INTEGRATE_HELP = f"""Integrate normal maps into meshes and depth maps.
+
+INPUT is a normal-map file ({_NORMAL}), a folder in the DiLiGenT/BiNI
 layout (normal_map.png, optional mask.png and K.txt) or a glob pattern (quote it to let
 fnin expand it). Files named normal_map.* take their folder's name for outputs
 and, like the folder, the mask.png and K.txt beside them.
 
 \b
 Outputs (all written atomically; an existing file needs --force):
-  -o FILE          one input: a mesh (.ply .obj .glb .stl) or a depth map (.exr .npy .png .tif)
+  -o FILE          one input: a mesh ({_MESH}) or a depth map ({_DEPTH})
   --out-dir DIR    any number of inputs: DIR/<name>.<format> (--format, default ply);
                    a missing DIR is created, parents too
   --depth/--weights/--preview  extra files: a path (one input), a suffix such as
                    '.exr' (-> <name>_depth.exr beside the main output; <name> is the
                    stem of -o when given, else the input's name) or a template such
-                   as '{stem}_d.npy' ({stem}: the input's name).
-  With no output option at all, <name>.ply is written to the current folder.
+                   as '{{stem}}_d.npy' ({{stem}}: the input's name).
+  With no output option at all, <name>{MESH_SUFFIXES[0]} is written to the current folder.
 
 \b
 Exit codes: 0 every input done, 1 some input failed (the others are written),
@@ -50,14 +59,16 @@ summary go to stderr.
 
 @app.command("integrate", help=_INTEGRATE_HELP, no_args_is_help=True)
 def integrate_cmd(
-    inputs: list[str] = typer.Argument(..., metavar="INPUT...", show_default=False,
-                                       help="normal-map files, DiLiGenT-layout folders or glob patterns"),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="output file for one input (.ply .obj .glb .stl "
-                                       "mesh, .exr .npy .png .tif depth)"),
+    ctx: typer.Context,
+    inputs: Optional[list[str]] = typer.Argument(None, metavar="INPUT...", show_default=False,
+                                                 help="normal-map files, DiLiGenT-layout folders or glob patterns "
+                                                 "(required but for --show-config)"),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help=f"output file for one input ({_MESH} mesh, "
+                                       f"{_DEPTH} depth)"),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="folder for the outputs of several inputs "
                                            "(created if missing)"),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="main output type with --out-dir: "
-                                      "ply (default), obj, glb, stl, exr, npy, png, tif"),
+                                      f"{_FORMAT_NAMES[0]} (default), {', '.join(_FORMAT_NAMES[1:])}"),
     mask: Optional[Path] = typer.Option(None, "--mask", help="mask image (white = object); overrides a folder's"),
     K: Optional[Path] = typer.Option(None, "--K", help="3x3 intrinsics text file (perspective); overrides a folder's"),
     fx: Optional[float] = typer.Option(None, "--fx", help="focal length in pixels (instead of --K)"),
@@ -80,8 +91,9 @@ def integrate_cmd(
     method: str = typer.Option(DEFAULT_METHOD, "--method", "-m", help=method_help()),
     refine: Optional[int] = typer.Option(
         None, "--refine", help="BiNI rounds started from the method's result, after fnin with its edge "
-        f"map as a prior (default: fnin's own {DEFAULT_ROUNDS}, none for the others; 0 = FNIN's one-shot)"),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
+        f"map as a prior (default: fnin's own {DEFAULT.rounds}, none for the others; 0 = FNIN's one-shot)"),
+    device: str = typer.Option("auto", "--device", help=f"{', '.join(DEVICES[:-1])} or {DEVICES[-1]} "
+                               "(network stage of fnin)"),
     network_side: Optional[int] = typer.Option(None, "--network-side", help="rarely needed: fnin's finest network "
                                                "scale, short side in pixels (default 64; docs/usage.md)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights (.safetensors); default: bundled"),
@@ -104,9 +116,13 @@ def integrate_cmd(
                                    "(results depend only on this; docs/usage.md)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only errors and warnings on stderr"),
     debug: bool = typer.Option(False, "--debug", help="print tracebacks of failures"),
+    show_config: bool = typer.Option(False, "--show-config", help="print the configuration that would run "
+                                     "(with --method/--refine/--network-side; JSON) and exit"),
 ):
+    if not inputs and not show_config:   # INPUT is required but for --show-config: click's own message
+        ctx.fail("Missing argument 'INPUT...'.")
     if jobs < 1:
-        _die(f"--jobs must be 1 or more, got {jobs}")
+        die(f"--jobs must be 1 or more, got {jobs}")
     try:
         opts = Options(
             mask=None if mask is None else str(mask), K=None if K is None else str(K), fx=fx, fy=fy, cx=cx, cy=cy,
@@ -118,7 +134,10 @@ def integrate_cmd(
             debug=debug, threads=threads,
         ).check()
     except UsageError as exc:
-        _die(str(exc))
+        die(str(exc))
+    if show_config:
+        typer.echo(json.dumps(opts.run_config(), indent=2))
+        raise typer.Exit(0)
     try:
         code = _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing,
                               json_out, jobs, quiet)
@@ -128,20 +147,20 @@ def integrate_cmd(
         if debug:
             raise
         first = (str(exc).strip().splitlines() or [""])[0][:200]
-        _die(f"internal error ({type(exc).__name__}: {first}); run with --debug for the traceback", 1)
+        die(f"internal error ({type(exc).__name__}: {first}); run with --debug for the traceback", 1)
     raise typer.Exit(code)
 
 
 def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing, json_out, jobs,
                    quiet) -> int:
-    console = _stderr_console()
+    console = stderr_console()
     new_dir = out_dir is not None and not Path(out_dir).exists()
     try:
         paths = expand_inputs(inputs)
         plan = plan_jobs(paths, out=out, out_dir=out_dir, fmt=fmt, depth=depth, weights=weights, preview=preview,
                          force=opts.force, skip_existing=skip_existing, options=opts)
     except FninError as exc:
-        _die(_rerun_hint(str(exc), len(paths) if "paths" in locals() else 1, skip_existing))
+        die(_rerun_hint(str(exc), len(paths) if "paths" in locals() else 1, skip_existing))
     if not quiet:
         if new_dir:
             console.print(f"created the output folder {out_dir}", markup=False, highlight=False, soft_wrap=True)
@@ -149,13 +168,13 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
         if note:
             console.print(note, markup=False, highlight=False, soft_wrap=True)
 
-    if opts.device in ("cuda", "mps") and BY_NAME[opts.method].needs_network:
+    if opts.device in ACCELERATORS and BY_NAME[opts.method].needs_network:
         try:
             from ..model.weights import resolve_device
 
             resolve_device(opts.device)
         except FninError as exc:
-            _die(str(exc))
+            die(str(exc))
         except ImportError:
             pass
 
