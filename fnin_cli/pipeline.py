@@ -23,8 +23,7 @@ from .errors import FninError
 from .io.layout import find_in_folder
 from .solvers.bini import integrate_bini
 from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
-from .solvers.multiscale import Multiscale, multiscale_rounds
-from .solvers.stage2 import edge_logits, edge_prior
+from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
 
 LAMBDA = 1e-3  # SPEC's prior weight lambda (see classic_lambda for its units)
@@ -343,11 +342,14 @@ def integrate(
         t1 = time.perf_counter()
         if stage is not None:
             stage("refine", 0, rounds.max_rounds)
-        r = run_rounds(system, inp.normals, z, out.edge_p, rounds, lam_sys, bini_k, hierarchy,
-                       callback=(lambda i, e, z: progress(i)) if progress else None)
+        # the prior stays at the rounds' start: free offsets stay where the method put them
+        # (docs/decisions.md#refine-prior).
+        bias, k = rounds_prior(system, out.edge_p, bini_k)
+        r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
+                           tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
+                           callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias)
         z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1
-        seconds.update({name: v for name, v in r.seconds.items() if name != "solve"})  # per scale
         iterations += r.iterations
     if discontinuity is None or refined:
         discontinuity = weights_to_discontinuity(weights, system.n)
@@ -362,26 +364,6 @@ def integrate(
             f"wrong convention? {conventions.FLIP_HINT}")
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, method, seconds, note, zimg, iterations, warnings, refined)
-
-
-def run_rounds(system: NormalSystem, normals: np.ndarray, z: np.ndarray, edge_p, rounds: Rounds, lam: float,
-               bini_k: float | None = None, hierarchy: dict | None = None, callback=None,
-               multiscale: Multiscale | None = None):
-    """The BiNI rounds after a method's unknown ``z`` (its edge map ``edge_p`` or None):
-    plain full-resolution rounds, or, from ``multiscale.min_pixels`` masked pixels, most of
-    them on a reduced grid (:func:`~fnin_cli.solvers.multiscale.multiscale_rounds`;
-    ``multiscale`` None: the module's defaults). The prior stays at the rounds' start: free
-    offsets stay where the method put them (docs/decisions.md#refine-prior)."""
-    bias, k = rounds_prior(system, edge_p, bini_k)
-    ms = Multiscale() if multiscale is None else multiscale
-    if ms.applies(system):
-        logits = None if bias is None else edge_logits(edge_p)
-        return multiscale_rounds(system, normals, z, lam, k, rounds.max_rounds, rounds.tol, REFINE_RTOL,
-                                 REFINE_SOLVER, hierarchy, bias, logits, ROUNDS_EDGE_PRIOR or 0.0, ms, callback,
-                                 rounds_hierarchy())
-    return integrate_bini(system, k=k, z0=z, lam=lam, z_prior=z, max_iter=rounds.max_rounds, tol=rounds.tol,
-                          cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy, callback=callback,
-                          bias=bias)
 
 
 def rounds_hierarchy() -> dict:

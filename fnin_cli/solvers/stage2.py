@@ -86,14 +86,6 @@ def edge_prior(system: NormalSystem, p_img: np.ndarray, scale: float) -> dict:
     return out
 
 
-def edge_logits(p_img: np.ndarray) -> np.ndarray:
-    """The logits of the edge net's w_u-, w_v- image (2, H, W), probabilities clipped to
-    [1e-6, 1 - 1e-6] as :func:`edge_prior` clips them (the reduced rounds' bias,
-    :mod:`.multiscale`)."""
-    q = np.clip(p_img, 1e-6, 1.0 - 1e-6)
-    return np.log(q / (1.0 - q))
-
-
 def sliver_gate(system: NormalSystem, weights: dict, threshold: float) -> dict:
     """Weights where a pixel cut off by both neighbours on an axis connects to neither.
 

@@ -5,8 +5,8 @@ hierarchy kept), then today's rounds and each candidate's from that same output,
 rotated order, each timed alone; per-object error after the default scale fix. One
 thread. Usage (from the repository root)::
 
-    PYTHONPATH=$PWD python studies/multiscale-rounds/measure.py s2k --json studies/multiscale-rounds/s2k.json
-    PYTHONPATH=$PWD python studies/multiscale-rounds/measure.py s24 --json studies/multiscale-rounds/s24.json
+    PYTHONPATH=$PWD:studies/multiscale-rounds python studies/multiscale-rounds/measure.py s2k --json studies/multiscale-rounds/s2k.json
+    PYTHONPATH=$PWD:studies/multiscale-rounds python studies/multiscale-rounds/measure.py s24 --json studies/multiscale-rounds/s24.json
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import numpy as np
 
 from fnin_cli.bench.cases import align_objects
 from fnin_cli.data.mesh_scenes import bench_scenes
-from fnin_cli.pipeline import build_input, classic_lambda, fix_scale, rounds_hierarchy, run_rounds, STAGE2_BEFORE_ROUNDS
+from fnin_cli.pipeline import build_input, classic_lambda, fix_scale, rounds_hierarchy, STAGE2_BEFORE_ROUNDS
 from fnin_cli.resources import limit_threads
-from fnin_cli.solvers.multiscale import Multiscale
 from fnin_cli.solvers.registry import BY_NAME, DEFAULT_ROUNDS, RunArgs
 from fnin_cli.solvers.system import NormalSystem
+
+from multiscale import Multiscale, run_rounds  # noqa: E402  (this folder, run as a script)
 
 MESHES = "/work/shared/data/meshes"
 S2K = ([(1536, 2048, False, 1), (1536, 2048, False, 2), (1536, 2048, False, 2), (1536, 2048, False, 1)], 20)

@@ -7,8 +7,9 @@ renormalised; the reduced mask holds the blocks wholly inside the mask; K scaled
 the change of the unknown they made back to every full-resolution pixel (mask-aware
 bilinear interpolation, the nearest reduced pixel where none is near), then runs at most
 ``fine_rounds`` full-resolution rounds from there with the caller's prior, bias and AMG
-hierarchy. Used by :func:`fnin_cli.pipeline.integrate` for the rounds after a method when
-the input has at least ``MIN_PIXELS`` masked pixels (studies/multiscale-rounds).
+hierarchy. A candidate for the rounds after a method when
+the input has at least ``MIN_PIXELS`` masked pixels. Not adopted (README.md here): kept
+with the study, outside the package, so that its measurement can be re-run.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..camera import Camera
-from .bini import IntegrationResult, integrate_bini
-from .system import NormalSystem
+from fnin_cli.camera import Camera
+from fnin_cli.solvers.bini import IntegrationResult, integrate_bini
+from fnin_cli.solvers.system import NormalSystem
 
 # the rounds go multiscale from this many masked pixels: below it (DiLiGenT, the 512x612
 # bench views) coarse rounds lost at equal time (docs/decisions.md#coarse-rounds), so
@@ -177,3 +178,28 @@ def multiscale_rounds(system: NormalSystem, normals: np.ndarray, z0: np.ndarray,
                         cg_rtol=cg_rtol, solver=solver, hierarchy=hierarchy, bias=bias, callback=cbf)
     seconds = {"coarse_rounds": t1 - t0, "fine_rounds": time.perf_counter() - t1}
     return IntegrationResult(rf.z, rf.weights, done + rf.iterations, seconds, rc.history + rf.history)
+
+
+def edge_logits(p_img: np.ndarray) -> np.ndarray:
+    """The logits of the edge net's w_u-, w_v- image (2, H, W), clipped as
+    :func:`fnin_cli.solvers.stage2.edge_prior` clips them."""
+    q = np.clip(p_img, 1e-6, 1.0 - 1e-6)
+    return np.log(q / (1.0 - q))
+
+
+def run_rounds(system, normals, z, edge_p, rounds, lam, bini_k=None, hierarchy=None, callback=None,
+               multiscale: Multiscale | None = None):
+    """The rounds after a method as :func:`fnin_cli.pipeline.integrate` runs them, or the
+    multiscale candidate from ``multiscale.min_pixels`` masked pixels."""
+    from fnin_cli import pipeline as P
+
+    bias, k = P.rounds_prior(system, edge_p, bini_k)
+    ms = Multiscale() if multiscale is None else multiscale
+    if ms.applies(system):
+        logits = None if bias is None else edge_logits(edge_p)
+        return multiscale_rounds(system, normals, z, lam, k, rounds.max_rounds, rounds.tol, P.REFINE_RTOL,
+                                 P.REFINE_SOLVER, hierarchy, bias, logits, P.ROUNDS_EDGE_PRIOR or 0.0, ms,
+                                 callback, P.rounds_hierarchy())
+    return integrate_bini(system, k=k, z0=z, lam=lam, z_prior=z, max_iter=rounds.max_rounds, tol=rounds.tol,
+                          cg_rtol=P.REFINE_RTOL, solver=P.REFINE_SOLVER, hierarchy=hierarchy, callback=callback,
+                          bias=bias)
