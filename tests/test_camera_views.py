@@ -32,6 +32,9 @@ def test_bench_meshes_size_renders_one_two_object_view_and_caches_it(mesh_dir, t
     rec = rec["wls"]
     assert rec["status"] == "ok" and len(rec["objects"]) == 2 and rec["peak_rss_mb"] > 0
     assert {"load", "solve"} <= set(rec["stages"])
+    if runs[0]["machine"].get("memory_method", "vmhwm") == "vmhwm":      # peaks per stage, the run's the largest
+        assert set(rec["stage_peak_rss_mb"]) == {"setup", "solve"}
+        assert max(rec["stage_peak_rss_mb"].values()) == pytest.approx(rec["peak_rss_mb"])
     # the second run read the cached render: the same case and the same error
     assert runs[1]["cases"][name]["wls"]["made_mm"] == rec["made_mm"]
     # and the cache holds what a fresh render gives, array for array
