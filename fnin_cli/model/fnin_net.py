@@ -39,7 +39,7 @@ from .layers import AttentionNet, EdgeNet, FNO
 # the edge net runs in tiles of this side (plus its receptive field's radius around each):
 # their activations stay in the cache, and tiles without a masked pixel are skipped
 # (docs/decisions.md#edge-net-tiles)
-EDGE_TILE = 256
+EDGE_TILE = 512
 
 # ---------------------------------------------------------------- the model
 
