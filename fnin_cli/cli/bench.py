@@ -21,13 +21,13 @@ def bench(
                                         "else ~/.cache/fnin/diligent)"),
     meshes: Optional[Path] = typer.Option(None, "--meshes", help="bench meshes: the mesh folder (default: "
                                           "../shared/data/meshes next to the repository)"),
+    size: Optional[str] = typer.Option(None, "--size", help="bench meshes: one two-object perspective view at "
+                                       "this WIDTHxHEIGHT (e.g. 6000x4000, camera size) instead of the 14 "
+                                       "views; rendered once, cached in ~/.cache/fnin/renders"),
     mesh_size: Optional[int] = typer.Option(None, "--mesh-size", hidden=True,
                                             help="bench meshes: render the views at this height (tests)"),
     mesh_views: Optional[int] = typer.Option(None, "--mesh-views", hidden=True,
                                              help="bench meshes: only the first N views (tests)"),
-    size: Optional[str] = typer.Option(None, "--size", help="bench meshes: one two-object perspective view at "
-                                       "this WIDTHxHEIGHT (e.g. 6000x4000, camera size) instead of the 14 "
-                                       "views; rendered once, cached in ~/.cache/fnin/renders"),
     methods: str = typer.Option("fnin,fnin-s,bini,wls", "--methods",
                                 help="comma-separated methods; default = what `fnin integrate` runs "
                                      "with no method or refine flags"),
