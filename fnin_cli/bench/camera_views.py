@@ -1,6 +1,7 @@
 """Camera-size views for ``fnin bench meshes --size WxH``: one two-object perspective render
 of the validation meshes at the size a camera gives (e.g. 6000x4000, 24 MP), exact ground
-truth, cached on disk (a 24 MP render takes ~30 s and ~2.6 GB once; loading it back ~1 s).
+truth, cached on disk (a 24 MP render took 27-54 s and 2.6 GB peak here, once; reading the
+528 MB cache file back 2.5 s).
 """
 
 from __future__ import annotations
