@@ -54,6 +54,9 @@ class OneShotConfig:
 
     # finest network scale (short side): as accurate as 128/256, half the time (docs/decisions.md#network-side)
     network_side: int = 64
+    # the edge net runs in tiles of this side (plus its receptive radius around each; None:
+    # one block): activations stay in cache, empty tiles are skipped (docs/decisions.md#edge-net-tiles)
+    edge_tile: int | None = 512
     # AMG-PCG tolerance: the loosest whose one-shot stays within 0.1% of the exact solve's
     # error on validation-mesh scenes, no scene far off (docs/decisions.md#solve-rtol)
     solve_rtol: float = 1e-4

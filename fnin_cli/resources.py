@@ -186,7 +186,7 @@ def release_memory() -> None:
         pass
 
 
-def _reset_hwm() -> bool:
+def reset_hwm() -> bool:
     try:  # Linux >= 4.0: writing 5 resets VmHWM to the current RSS
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")
@@ -247,7 +247,7 @@ class PeakMemory:
             release_memory()
         self.base = rss_kb() or 0
         if PeakMemory.method in (None, "vmhwm"):
-            if _reset_hwm():
+            if reset_hwm():
                 PeakMemory.method = "vmhwm"
             else:
                 PeakMemory.method = "sampling" if rss_kb() is not None else "maxrss"

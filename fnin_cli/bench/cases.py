@@ -138,6 +138,7 @@ class Case:
     pixel_size: float | None = None
     convention: str = "ps"
     views: int | None = None
+    frame: tuple | None = None        # (W, H): the camera-size view (bench.camera_views) instead
 
     def object_ids(self):
         """Per-pixel object ids (-1 = none) for a case whose objects are aligned one by
@@ -197,14 +198,15 @@ class Case:
 _MESH_VIEWS = {}
 
 
-def mesh_view_set(meshes_dir, size=None, views=None) -> list:
+def mesh_view_set(meshes_dir, size=None, views=None, frame=None) -> list:
     """[(case name, MeshScene, pixel size)] of ``fnin bench meshes``: the fixed benchmark
     views (``data.mesh_scenes.bench_scenes``) of the folder's validation meshes (for
     ``shared/data/meshes``: ``VALIDATION_MESHES``), rendered once per process. ``size``
-    (a height) and ``views`` (the first N views) make a smaller set, for tests."""
+    (a height) and ``views`` (the first N views) make a smaller set, for tests; ``frame``
+    (W, H): the one camera-size view of :mod:`.camera_views` instead."""
     from ..data import mesh_scenes
 
-    key = (str(meshes_dir), size, views)
+    key = (str(meshes_dir), size, views, None if frame is None else tuple(frame))
     if key not in _MESH_VIEWS:
         folder = Path(meshes_dir)
         if not folder.is_dir():
@@ -223,24 +225,31 @@ def mesh_view_set(meshes_dir, size=None, views=None) -> list:
             table = [(int(size), max(8, round(int(size) * w / h)), o, n) for h, w, o, n in table]
         if views is not None:
             table = table[:int(views)]
-        _MESH_VIEWS[key] = mesh_scenes.bench_scenes(folder, names=val, views=table)
+        if frame is not None:
+            from .camera_views import camera_view_set
+
+            _MESH_VIEWS[key] = camera_view_set(folder, frame)
+        else:
+            _MESH_VIEWS[key] = mesh_scenes.bench_scenes(folder, names=val, views=table)
     return _MESH_VIEWS[key]
 
 
 def _mesh_view(case: "Case"):
-    for name, scene, pixel_size in mesh_view_set(case.path, case.size, case.views):
+    for name, scene, pixel_size in mesh_view_set(case.path, case.size, case.views, case.frame):
         if name == case.name:
             return scene, pixel_size
     raise FninError(f"no benchmark view '{case.name}' in this mesh folder", case.path)
 
 
-def mesh_cases(meshes_dir=None, size=None, views=None) -> list:
-    """The cases of ``fnin bench meshes`` (default folder: ``mesh_scenes.DEFAULT_MESH_DIR``)."""
+def mesh_cases(meshes_dir=None, size=None, views=None, frame=None) -> list:
+    """The cases of ``fnin bench meshes`` (default folder: ``mesh_scenes.DEFAULT_MESH_DIR``;
+    ``frame`` (W, H): the camera-size view, :mod:`.camera_views`)."""
     from ..data.mesh_scenes import DEFAULT_MESH_DIR
 
     folder = str(Path(meshes_dir).expanduser() if meshes_dir is not None else DEFAULT_MESH_DIR)
-    return [Case(name, "mesh", path=folder, size=size, views=views)
-            for name, _, _ in mesh_view_set(folder, size, views)]
+    frame = None if frame is None else tuple(int(v) for v in frame)
+    return [Case(name, "mesh", path=folder, size=size, views=views, frame=frame)
+            for name, _, _ in mesh_view_set(folder, size, views, frame)]
 
 
 def diligent_dir(data=None) -> Path:
@@ -273,7 +282,7 @@ def _folder_case(folder: Path, pixel_size=None, convention="ps") -> Case:
 
 
 def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps", meshes=None,
-                  mesh_size=None, mesh_views=None) -> tuple:
+                  mesh_size=None, mesh_views=None, mesh_frame=None) -> tuple:
     """``(dataset name, [Case])`` for ``diligent``, ``synthetic``, ``meshes`` (renders of
     the mesh folder ``meshes``) or a folder of cases.
 
@@ -282,7 +291,7 @@ def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps
     if source == "synthetic":
         return "synthetic", synthetic_cases()
     if source == "meshes":
-        return "meshes", mesh_cases(meshes, mesh_size, mesh_views)
+        return "meshes", mesh_cases(meshes, mesh_size, mesh_views, mesh_frame)
     if source == "diligent":
         root = diligent_dir(data)
         missing = [o for o in DILIGENT_OBJECTS

@@ -19,6 +19,8 @@ after freed memory was returned to the OS (``gc`` + ``malloc_trim``); where that
 not allowed, a thread samples the RSS every 5 ms instead (``machine.memory_method`` says
 which; :class:`fnin_cli.resources.PeakMemory`). ``--isolate`` runs each case/method in a
 fresh subprocess, so nothing a previous method allocated or cached can hide in the number.
+``stage_peak_rss_mb``: the peak per stage (setup, network, solve, refine), the
+high-water mark reset at each stage's start (VmHWM only; empty where it is sampled).
 On CUDA ``peak_device_mb`` is ``torch.cuda.max_memory_allocated`` of the run.
 
 Python API::
@@ -46,7 +48,7 @@ import numpy as np
 from .. import __version__
 from ..errors import FninError, FninWarning
 from ..pipeline import integrate
-from ..resources import PeakMemory, THREAD_ENV, cuda_synchronize, limit_threads
+from ..resources import PeakMemory, THREAD_ENV, cuda_synchronize, limit_threads, reset_hwm, rss_kb
 from ..solvers.registry import BENCH_METHODS, BY_NAME, DEFAULT_METHOD, METHODS
 from .cases import Case, align_and_errors, align_objects, resolve_cases
 from .report import summary_png, write_case_outputs
@@ -164,9 +166,35 @@ def _model_for(method: str, device: str, model_path):
     return load_model(model_path, device)
 
 
-def _integrate(inp, method: str, refine, device, model):
+def _integrate(inp, method: str, refine, device, model, stage=None):
     name, rounds = method_call(method, refine)
-    return integrate(inp, name, refine=rounds, device=device, model=model)
+    return integrate(inp, name, refine=rounds, device=device, model=model, stage=stage)
+
+
+class StagePeaks:
+    """Peak RSS per stage of one integrate call (``stage`` callback): at each new stage
+    the kernel's high-water mark so far is the previous stage's peak, then it is reset.
+    Only where :class:`PeakMemory` measures by VmHWM (else ``peaks`` stays empty)."""
+
+    def __init__(self):
+        self.peaks, self._current = {}, "setup"
+
+    def __call__(self, name, step=None, total=None):
+        if name != self._current:
+            self._close()
+            self._current = name
+
+    def _close(self):
+        if PeakMemory.method == "vmhwm":
+            hwm = rss_kb("VmHWM")
+            if hwm is not None:
+                self.peaks[self._current] = max(self.peaks.get(self._current, 0.0), hwm / 1024)
+            reset_hwm()
+
+    def finish(self) -> dict:
+        """The peaks (MB) by stage, the last one closed."""
+        self._close()
+        return self.peaks
 
 
 def _warm_up(method: str, device: str, refine, model_path=None):
@@ -184,11 +212,15 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
     object_id, names = case.object_ids()
     t_load = time.perf_counter() - t0
     model = _model_for(method, device, model_path)   # loading it is not timed (as the bundled one's cache)
+    peaks = StagePeaks()
     with PeakMemory() as mem:
         t1 = time.perf_counter()
-        res = _integrate(inp, method, refine, device, model)
+        res = _integrate(inp, method, refine, device, model, stage=peaks)
         cuda_synchronize()
         seconds = time.perf_counter() - t1
+        stage_peaks = peaks.finish()
+    if stage_peaks:      # VmHWM was reset at each stage: the run's peak is the largest stage's
+        mem.peak = max([mem.peak or 0] + [v * 1024 for v in stage_peaks.values()])
     if object_id is not None:
         err = align_objects(res.depth, gt, res.mask, object_id, inp.camera.perspective, names)
     else:
@@ -201,6 +233,7 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
         "made_mm": err["made"], "median_mm": err["median"], "p95_mm": err["p95"], "rmse_mm": err["rmse"],
         "seconds": seconds, "stages": stages,
         "peak_rss_mb": (mem.peak or 0) / 1024, "rss_before_mb": mem.base / 1024,
+        "stage_peak_rss_mb": stage_peaks,
         "pixels": res.pixels, "eval_pixels": err["pixels"], "missing_pixels": err["missing"],
         "iterations": res.iterations,
         "perspective": bool(inp.camera.perspective),

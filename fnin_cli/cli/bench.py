@@ -22,6 +22,9 @@ def bench(
                                         "else ~/.cache/fnin/diligent)"),
     meshes: Optional[Path] = typer.Option(None, "--meshes", help="bench meshes: the mesh folder (default: "
                                           "../shared/data/meshes next to the repository)"),
+    size: Optional[str] = typer.Option(None, "--size", help="bench meshes: one two-object perspective view at "
+                                       "this WIDTHxHEIGHT (e.g. 6000x4000, camera size) instead of the 14 "
+                                       "views; rendered once, cached in ~/.cache/fnin/renders"),
     mesh_size: Optional[int] = typer.Option(None, "--mesh-size", hidden=True,
                                             help="bench meshes: render the views at this height (tests)"),
     mesh_views: Optional[int] = typer.Option(None, "--mesh-views", hidden=True,
@@ -74,8 +77,15 @@ def bench(
     try:
         if meshes is not None and source != "meshes":
             raise FninError("--meshes goes with `fnin bench meshes`")
+        if size is not None and source != "meshes":
+            raise FninError("--size goes with `fnin bench meshes`")
+        frame = None
+        if size is not None:
+            from ..bench.camera_views import parse_frame
+
+            frame = parse_frame(size)
         dataset, cases = resolve_cases(source, data=data, pixel_size=pixel_size, convention=convention,
-                                       meshes=meshes, mesh_size=mesh_size, mesh_views=mesh_views)
+                                       meshes=meshes, mesh_size=mesh_size, mesh_views=mesh_views, mesh_frame=frame)
         if model is not None:
             from ..model.weights import load_model
 

@@ -288,14 +288,15 @@ BENCH_SEED = 20250
 
 
 def bench_scenes(meshes_dir=DEFAULT_MESH_DIR, names: Sequence[str] = VALIDATION_MESHES,
-                 views: Sequence[tuple] = BENCH_VIEWS):
+                 views: Sequence[tuple] = BENCH_VIEWS, start: int = 0):
     """[(case_name, MeshScene, pixel_size)]: 14 fixed views (see module docstring).
     Depth in mm; perspective scenes have pixel_size 1.0 (unused); clean input normals.
-    ``views``: another (height, width, orthographic, objects) table (smaller sets, for tests)."""
+    ``views``: another (height, width, orthographic, objects) table (smaller sets, for tests);
+    ``start``: the view index (seed and meshes) of its first row."""
     meshes = load_meshes(meshes_dir, names=list(names))
     items = [(n, meshes[n]) for n in names]
     out = []
-    for i, (h, w, ortho, n_obj) in enumerate(views):
+    for i, (h, w, ortho, n_obj) in enumerate(views, start=int(start)):
         for attempt in range(50):
             rng = np.random.default_rng([BENCH_SEED, i, attempt])
             picks = np.array([(i + j * 2) % len(items) for j in range(n_obj)])

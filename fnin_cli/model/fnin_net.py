@@ -31,10 +31,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..config import DEFAULT
 from .config import NetConfig
 from .geometry import (Level, central_grad, coord_grid, gradient_field, masked_mean, one_sided, pyramid,
                        upsample_to)
 from .layers import AttentionNet, EdgeNet, FNO
+
 
 # ---------------------------------------------------------------- the model
 
@@ -102,26 +104,42 @@ class FNINet(nn.Module):
         return outs
 
     @torch.no_grad()
-    def edge_probabilities(self, z, lv: Level):
-        """The edge net's w_u-, w_v- (B,2,H,W) for one image, run on the mask's bounding
-        box widened by the receptive field's radius: the same numbers inside the mask as
-        on the whole frame (which costs up to 2-3x more on DiLiGenT's frames).
+    def edge_probabilities(self, z, lv: Level, tile: int | None = DEFAULT.one_shot.edge_tile):
+        """The edge net's w_u-, w_v- (B,2,H,W) for one image, 0 outside the mask.
+
+        Run tile by tile over the mask's bounding box: each ``tile`` x ``tile`` block
+        that holds a masked pixel is computed on its window widened by the receptive
+        field's radius (:meth:`EdgeNet.radius`), so its pixels get the same numbers as on
+        the whole frame (to float32 rounding: convolutions sum in another order); blocks
+        without a masked pixel are 0 and skipped. Small tiles keep the activations in the
+        cache (docs/decisions.md#edge-net-tiles); ``tile=None``: one block, the bounding box.
         """
         margin = EdgeNet.radius(self.cfg)
         m = lv.mask[0, 0] > 0
-        rows, cols = torch.nonzero(m.any(dim=1)), torch.nonzero(m.any(dim=0))
         h, w = m.shape
+        out = torch.zeros(1, 2, h, w, device=z.device)
+        rows, cols = torch.nonzero(m.any(dim=1)), torch.nonzero(m.any(dim=0))
         if rows.numel() == 0:
-            return torch.zeros(1, 2, h, w, device=z.device)
-        r0, r1 = max(0, int(rows[0]) - margin), min(h, int(rows[-1]) + 1 + margin)
-        c0, c1 = max(0, int(cols[0]) - margin), min(w, int(cols[-1]) + 1 + margin)
-        K = lv.K.clone()
-        persp = (K[:, 0, 0] > 0).to(K.dtype)
-        K[:, 0, 2] -= c0 * persp
-        K[:, 1, 2] -= r0 * persp
-        sub = Level(lv.normals[..., r0:r1, c0:c1], lv.mask[..., r0:r1, c0:c1], K, lv.pixel)
-        p = torch.sigmoid(self.edges(z[..., r0:r1, c0:c1], sub)) * sub.mask
-        return F.pad(p, (c0, w - c1, r0, h - r1))
+            return out
+        top, bottom, left, right = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+        step_r = bottom - top if tile is None else int(tile)
+        step_c = right - left if tile is None else int(tile)
+        persp = (lv.K[:, 0, 0] > 0).to(lv.K.dtype)
+        for i in range(top, bottom, step_r):
+            i1 = min(i + step_r, bottom)
+            for j in range(left, right, step_c):
+                j1 = min(j + step_c, right)
+                if tile is not None and not bool(m[i:i1, j:j1].any()):
+                    continue
+                r0, r1 = max(0, i - margin), min(h, i1 + margin)
+                c0, c1 = max(0, j - margin), min(w, j1 + margin)
+                K = lv.K.clone()
+                K[:, 0, 2] -= c0 * persp
+                K[:, 1, 2] -= r0 * persp
+                sub = Level(lv.normals[..., r0:r1, c0:c1], lv.mask[..., r0:r1, c0:c1], K, lv.pixel)
+                p = torch.sigmoid(self.edges(z[..., r0:r1, c0:c1], sub)) * sub.mask
+                out[..., i:i1, j:j1] = p[..., i - r0:i1 - r0, j - c0:j1 - c0]
+        return out
 
     def capped(self, lv: Level, side: int, attention: bool = True):
         """Run the pyramid up to the finest level whose short side is <= ``side`` and

@@ -36,7 +36,8 @@ def stage1(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_shot.networ
 
 
 @torch.no_grad()
-def network_outputs(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_shot.network_side, edges: bool = True):
+def network_outputs(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_shot.network_side, edges: bool = True,
+                    edge_tile: int | None = DEFAULT.one_shot.edge_tile):
     """(z_R, omega, edge weights) as full-resolution float64 images (0 outside the mask).
 
     With ``edges`` and a model that has an edge net, the third is its w_u-, w_v- as a
@@ -48,6 +49,6 @@ def network_outputs(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_sh
     use_edges = edges and model.edges is not None
     with full_float32():
         z, omega = model.capped(lv, side, attention=not use_edges)
-        p = model.edge_probabilities(z, lv)[0].double().cpu().numpy() if use_edges else None
+        p = model.edge_probabilities(z, lv, tile=edge_tile)[0].double().cpu().numpy() if use_edges else None
     om_img = omega[0, 0].double().cpu().numpy() if omega is not None else None
     return z[0, 0].double().cpu().numpy(), om_img, p

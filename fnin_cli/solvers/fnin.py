@@ -34,7 +34,7 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
     t1 = time.perf_counter()
     net_device = next(model.parameters()).device
     z_img, om_img, p_img = network_outputs(model, inp, net_device, config.one_shot.network_side,
-                                           edges=variant.edges)
+                                           edges=variant.edges, edge_tile=config.one_shot.edge_tile)
     seconds["network"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     weights = None
