@@ -22,6 +22,7 @@ from .checks import INVALID_MAX, check_decoding, check_invalid
 from .errors import FninError
 from .io.layout import find_in_folder
 from .solvers.bini import integrate_bini
+from .solvers.pieces import SLIVER_PIXELS, reattach_slivers
 from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
@@ -349,6 +350,10 @@ def integrate(
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
                            callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias)
         z, weights, refined = r.z, r.weights, r.iterations
+        if bias is not None and SLIVER_PIXELS:
+            # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to
+            # its neighbours (docs/decisions.md#sliver-reattach)
+            z, _ = reattach_slivers(system, z, weights, max_pixels=SLIVER_PIXELS)
         seconds["refine"] = time.perf_counter() - t1
         iterations += r.iterations
     if discontinuity is None or refined:
