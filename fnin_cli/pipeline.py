@@ -22,7 +22,7 @@ from .checks import INVALID_MAX, check_decoding, check_invalid
 from .errors import FninError
 from .io.layout import find_in_folder
 from .solvers.bini import integrate_bini
-from .solvers.pieces import SLIVER_PIXELS, reattach_slivers
+from .solvers.pieces import SLIVER_PIXELS, loose_pieces, pin_pieces, reattach_slivers
 from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
@@ -63,10 +63,38 @@ class Result:
     iterations: int = 1
     warnings: list = field(default_factory=list)
     rounds: int = 0                # BiNI rounds run after the method (--refine)
+    pieces_from: tuple | None = field(default=None, repr=False)  # (system, weights, placed, pinned)
 
     @property
     def pixels(self) -> int:
         return int(self.mask.sum())
+
+    @property
+    def loose_pieces(self) -> list:
+        """The pieces joined to the rest only across cuts (or not at all), largest first
+        (:func:`fnin_cli.solvers.pieces.loose_pieces`, without their ``labels``);
+        computed on first use."""
+        return self._pieces()[0]
+
+    @property
+    def loose(self) -> np.ndarray:
+        """(H, W) int: each loose piece's ``id`` on its pixels, 0 elsewhere."""
+        return self._pieces()[1]
+
+    def _pieces(self):
+        if not hasattr(self, "_pieces_cache"):
+            loose = np.zeros(self.mask.shape, np.int32)
+            found = []
+            if self.pieces_from is not None:
+                system, weights, placed, pinned = self.pieces_from
+                found = loose_pieces(system, weights, placed=placed)
+                ids = np.zeros(system.n, np.int32)
+                for piece in found:
+                    ids[piece.pop("labels")] = piece["id"]
+                    piece["placed"] = pinned.get(piece["id"], piece["placed"])
+                loose[self.mask] = ids
+            self._pieces_cache = (found, loose)
+        return self._pieces_cache
 
 
 def load_input(
@@ -292,9 +320,12 @@ def integrate(
         ``refine=0`` with ``fnin`` is the paper's one-shot.
     device : str
         auto, cpu, cuda or mps: where the network of the fnin methods runs.
-    mean_depth, depth_at : float, (row, col, depth)
+    mean_depth, depth_at : float, (row, col, depth) or a list of them
         How to fix the unknown scale (perspective; default masked mean 1) or offset
-        (orthographic; default mean 0): a masked mean, or one known pixel.
+        (orthographic; default mean 0): a masked mean, or one known pixel. With several
+        pixels, the first fixes the whole map as one does, and each pins its loose piece
+        (``Result.loose_pieces``): that piece is scaled (perspective) or shifted
+        (orthographic) so that its pixel has the given depth; one pin per piece.
     model : FNINet, optional
         A loaded network instead of the bundled weights.
     bini_k : float, optional
@@ -358,8 +389,13 @@ def integrate(
         iterations += r.iterations
     if discontinuity is None or refined:
         discontinuity = weights_to_discontinuity(weights, system.n)
+    pins = _pins(depth_at)
+    pinned = {}
+    if len(pins) > 1:
+        z, pinned = _pin(system, z, weights, pins, inp.camera)
     zimg = system.to_image(z)
-    depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, depth_at)
+    depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
+    placed = f"by the weak links across its cuts ({method}{' and its rounds' if refined else ''})"
     seconds["total"] = time.perf_counter() - t0
     warnings = list(inp.warnings)
     frac = jump_fraction(system, z)
@@ -368,7 +404,35 @@ def integrate(
             f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
             f"wrong convention? {conventions.FLIP_HINT}")
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
-                  inp.mask, method, seconds, note, zimg, iterations, warnings, refined)
+                  inp.mask, method, seconds, note, zimg, iterations, warnings, refined,
+                  (system, weights, placed, pinned))
+
+
+def _pins(depth_at) -> list:
+    """``depth_at`` as a list of (row, col, depth): None, one triple, or a list of them."""
+    if depth_at is None:
+        return []
+    if len(depth_at) == 3 and np.isscalar(depth_at[0]):
+        return [tuple(depth_at)]
+    return [tuple(p) for p in depth_at]
+
+
+def _pin(system: NormalSystem, z, weights, pins, camera: Camera) -> tuple:
+    """z with the whole map shifted to the first pin and each pinned piece to its own
+    (in the unknown: log-depth for perspective), and {piece label: how it was placed}."""
+    targets = []
+    for r, c, d in pins:
+        _check_pixel(system.mask, r, c)
+        if camera.perspective and not d > 0:
+            raise FninError(f"the known depth must be positive, got {d}")
+        targets.append((r, c, float(np.log(d)) if camera.perspective else float(d)))
+    r0, c0, t0 = targets[0]
+    z = z + (t0 - z[system.index[r0, c0]])
+    try:
+        z, done = pin_pieces(system, z, weights, targets)
+    except ValueError as exc:
+        raise FninError(f"--depth-at: {exc}") from None
+    return z, {k: "pinned by --depth-at {},{},{:g}".format(*pins[i]) for i, k, _ in done}
 
 
 def rounds_hierarchy() -> dict:

@@ -108,3 +108,57 @@ def test_pinning_each_piece_puts_the_step_back():
     assert [d[2] for d in done] == [384, 384]
     with pytest.raises(ValueError, match="one piece"):
         pieces.pin_pieces(s, z, w, [(3, 2, 0.0), (5, 5, 1.0)])
+
+
+def _two_spheres():
+    """Two orthographic sphere caps 40 units apart in depth, separate islands of the mask."""
+    cam = Camera(None, 1.0)
+    a = analytic.sphere((48, 80), cam, (20, 24, 100.0), 16.0, 75)
+    b = analytic.sphere((48, 80), cam, (58, 24, 140.0), 14.0, 75)
+    surf = analytic.nearest(a, b)
+    return surf, build_input(surf.normals.astype(np.float32), mask=surf.support, pixel_size=1.0)
+
+
+@pytest.mark.parametrize("method", ["wls", "fnin"])
+def test_integrate_lists_the_loose_piece_and_one_pin_each_places_both(method):
+    surf, inp = _two_spheres()
+    res = integrate(inp, method)
+    assert len(res.loose_pieces) == 1
+    piece = res.loose_pieces[0]
+    assert piece["pixels"] == int((res.loose == 1).sum()) and piece["share"] == pytest.approx(577 / 1327, abs=0.01)
+    assert piece["cut_edges"] == 0 and piece["placed"] == pieces.ISLAND and "labels" not in piece
+    r, c = piece["pixel"]
+    assert res.loose[r, c] == 1 and res.loose[24, 20] == 0
+    err = res.depth - surf.depth
+    assert np.nanmax(np.abs(err - np.nanmedian(err))) > 20           # one offset cannot fit both
+    pinned = integrate(inp, method, depth_at=[(24, 20, surf.depth[24, 20]), (r, c, surf.depth[r, c])])
+    assert np.nanmax(np.abs(pinned.depth - surf.depth)) < 0.5
+    assert pinned.loose_pieces[0]["placed"].startswith("pinned by --depth-at")
+    assert pinned.depth[24, 20] == pytest.approx(surf.depth[24, 20], abs=1e-3)   # the first pin: as before
+    with pytest.raises(Exception, match="one piece"):
+        integrate(inp, method, depth_at=[(24, 20, 1.0), (24, 22, 2.0)])
+
+
+def test_cli_json_lists_loose_pieces_and_depth_at_repeats(tmp_path):
+    from fnin_cli import io
+    from helpers_cli import invoke
+
+    surf, inp = _two_spheres()
+    nfile = tmp_path / "n.npy"
+    np.save(nfile, np.where(surf.support[..., None], surf.normals, np.nan).astype(np.float32))
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o2").mkdir()
+    r = invoke(["integrate", nfile, "--ortho", "--method", "wls", "--json", "--out-dir", tmp_path / "o",
+                "--format", "npy", "--preview", tmp_path / "p.png", "--depth-at", f"24,20,{surf.depth[24, 20]}",
+                "--depth-at", f"24,58,{surf.depth[24, 58]}"])
+    assert r.exit_code == 0, r.stderr
+    import json
+
+    rec = json.loads(r.stdout)
+    assert [p["pixels"] for p in rec["loose_pieces"]] == [577]
+    assert rec["loose_pieces"][0]["placed"].startswith("pinned")
+    img = io.read_array(tmp_path / "p.png")[0]
+    assert img.shape[2] == 3
+    r = invoke(["integrate", nfile, "--ortho", "--method", "wls", "--out-dir", tmp_path / "o2", "--format", "npy",
+                "--depth-at", "24,20,1", "--depth-at", "24,21,2"])
+    assert r.exit_code != 0 and "one piece" in r.stderr and "Traceback" not in r.stderr

@@ -18,15 +18,17 @@ LEGEND_HEIGHT = 30     # strip below: the depth colour bar and the discontinuity
 MIN_PANEL_WIDTH = 150  # narrow panels are widened (background) so that their labels fit
 _TEXT = (230, 230, 230)
 _RED = (230.0, 40.0, 40.0)
+_BLUE = np.array([60.0, 140.0, 255.0])   # tint of loose pieces (depth unknown from the normals)
 _BACKGROUND = np.array([40, 40, 40], np.uint8)
 _LIGHT = np.array([-0.35, -0.45, -0.82])  # from the surface toward a light above-left of the camera
 
 
-def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
+def preview_image(normals, depth, discontinuity, camera, mask, loose=None) -> np.ndarray:
     """Three panels side by side (uint8 RGB): the input normals (file colours), the
     integrated surface shaded by a light at the camera, and the depth (near = bright,
     histogram-equalised)
-    with discontinuities (weight > 0.5) in red. Large maps are decimated to ~1024 px and
+    with discontinuities (weight > 0.5) in red and the loose pieces (``loose`` > 0, the
+    ids of ``Result.loose``) tinted blue. Large maps are decimated to ~1024 px and
     the panels are cropped to the object."""
     h, w = mask.shape
     step = max(1, int(np.ceil(max(h, w) / PREVIEW_SIDE)))
@@ -62,6 +64,10 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
     if discontinuity is not None:
         jump = np.nan_to_num(discontinuity[::step, ::step], nan=0.0) > 0.5
         rgb[jump] = _RED
+    tinted = loose is not None and bool(np.any(loose))
+    if tinted:
+        lp = loose[::step, ::step] > 0
+        rgb[lp] = 0.5 * rgb[lp] + 0.5 * _BLUE
     p3 = _panel(rgb, m)
 
     # crop to the object (plus a margin) so small objects in big frames stay visible
@@ -76,7 +82,7 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
     body = np.ascontiguousarray(np.concatenate([p1, gap, p2, gap, p3], axis=1), dtype=np.uint8)
     dfin = depth[mask & np.isfinite(depth)]
     span = (float(dfin.min()), float(dfin.max())) if dfin.size else None
-    return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, discontinuity is not None)
+    return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, discontinuity is not None, tinted)
 
 
 def _widen(p: np.ndarray) -> np.ndarray:
@@ -88,7 +94,7 @@ def _widen(p: np.ndarray) -> np.ndarray:
     return np.concatenate([left, p, right], axis=1)
 
 
-def _label(body: np.ndarray, widths: list, span, jumps: bool) -> np.ndarray:
+def _label(body: np.ndarray, widths: list, span, jumps: bool, loose: bool = False) -> np.ndarray:
     """Titles above the panels; under the depth panel its colour bar (bright = near,
     rank-equalised, so the ticks are the min and max depth) and the discontinuity colour."""
     from PIL import Image, ImageDraw
@@ -113,6 +119,9 @@ def _label(body: np.ndarray, widths: list, span, jumps: bool) -> np.ndarray:
     if jumps:  # the discontinuity colour, under the normals panel
         draw.rectangle([3, top, 11, top + 8], fill=tuple(int(c) for c in _RED))
         draw.text((15, top - 1), "discontinuity (in depth)", fill=_TEXT)
+    if loose:  # the loose pieces' tint, under the shaded panel
+        draw.rectangle([x0[1] + 3, top, x0[1] + 11, top + 8], fill=tuple(int(c) for c in _BLUE))
+        draw.text((x0[1] + 15, top - 1), "loose piece (offset unknown)", fill=_TEXT)
     return np.asarray(img, dtype=np.uint8)
 
 

@@ -22,7 +22,7 @@ from .. import io
 from ..errors import FninError
 from ..io.formats import probe_shape
 from ..io.layout import find_in_folder
-from ..pipeline import integrate, load_input
+from ..pipeline import _pins, integrate, load_input
 from ..resources import PeakMemory, limit_threads
 from ..solvers.registry import BY_NAME
 from .memory import check_memory
@@ -302,8 +302,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     rec["pixels"] = int(inp.mask.sum())
     if shape is None:  # header was not probed: check with the real size now
         check_memory(inp.shape, options.method, npath, mesh_out, workers, rec["pixels"])
-    if options.depth_at is not None:
-        r, c, d = options.depth_at
+    for r, c, d in _pins(options.depth_at):
         h, w = inp.shape
         if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
             raise FninError(f"--depth-at pixel (row {r}, col {c}) is not inside the mask of this "
@@ -328,6 +327,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     rec["scale_note"] = res.scale_note
     rec["warnings"] = list(res.warnings)
     rec["pixels"] = res.pixels
+    rec["loose_pieces"] = res.loose_pieces
 
     t = time.perf_counter()
     write_outputs(job.outputs, inp, res, options, rec, status)
@@ -465,5 +465,5 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
-            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention")
+            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "loose_pieces")
     return {k: rec.get(k) for k in keys}

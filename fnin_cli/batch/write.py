@@ -31,7 +31,8 @@ def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = 
             io.write_array(path, res.discontinuity, force=options.force)
         elif kind == "preview":
             path = io.check_output(path, options.force)
-            img = preview_image(inp.normals, res.depth, res.discontinuity, res.camera, res.mask)
+            img = preview_image(inp.normals, res.depth, res.discontinuity, res.camera, res.mask,
+                                getattr(res, "loose", None))
             with io.atomic_path(path) as tmp:
                 io.write_png(tmp, img)
         written[kind] = str(path)

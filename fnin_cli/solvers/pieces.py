@@ -23,7 +23,7 @@ relative to the main piece is something no integrator can know from the normals.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import coo_matrix
+from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .system import NormalSystem
@@ -39,6 +39,25 @@ REPORT_MIN_PIXELS = 50
 def _edges(system: NormalSystem):
     """(p, q, weight of p towards q, weight of q towards p) per axis, as index arrays."""
     return (("u", system.hp, system.hq), ("v", system.vp, system.vq))
+
+
+def _components(system: NormalSystem, weights: dict | None, threshold: float, mutual: bool) -> tuple:
+    """(component per pixel, number of components, cut edges' p, cut edges' q), unordered."""
+    rows, cols, cut_p, cut_q = [], [], [], []
+    for axis, p, q in _edges(system):
+        if weights is None:
+            keep = np.ones(len(p), bool)
+        else:
+            a, b = weights[axis + "+"][p] >= threshold, weights[axis + "-"][q] >= threshold
+            keep = (a & b) if mutual else (a | b)
+        rows.append(p[keep])
+        cols.append(q[keep])
+        cut_p.append(p[~keep])
+        cut_q.append(q[~keep])
+    r = np.concatenate(rows)
+    g = csr_matrix((np.ones(len(r), np.int8), (r, np.concatenate(cols))), shape=(system.n, system.n))
+    n_raw, raw = connected_components(g, directed=True, connection="weak")
+    return raw, n_raw, np.concatenate(cut_p), np.concatenate(cut_q)
 
 
 def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = CUT_WEIGHT,
@@ -63,29 +82,18 @@ def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = CU
     >>> labels.tolist(), sizes.tolist(), cuts.tolist()
     ([0, 0, 1, 1], [2, 2], [1, 1])
     """
-    rows, cols, cut_p, cut_q = [], [], [], []
-    for axis, p, q in _edges(system):
-        if weights is None:
-            keep = np.ones(len(p), bool)
-        else:
-            a, b = weights[axis + "+"][p] >= threshold, weights[axis + "-"][q] >= threshold
-            keep = (a & b) if mutual else (a | b)
-        rows.append(p[keep])
-        cols.append(q[keep])
-        cut_p.append(p[~keep])
-        cut_q.append(q[~keep])
-    r, c = np.concatenate(rows), np.concatenate(cols)
-    g = coo_matrix((np.ones(len(r)), (r, c)), shape=(system.n, system.n))
-    _, raw = connected_components(g, directed=False)
+    raw, n_raw, cut_p, cut_q = _components(system, weights, threshold, mutual)
     sizes = np.bincount(raw)
-    first = np.full(len(sizes), system.n)
-    np.minimum.at(first, raw, np.arange(system.n))
+    first = np.empty(len(sizes), np.int64)
+    first[raw[::-1]] = np.arange(system.n)[::-1]   # the last write wins: each piece's first pixel
     order = np.lexsort((first, -sizes))             # largest first, then by first pixel
     relabel = np.empty(len(sizes), np.int64)
     relabel[order] = np.arange(len(sizes))
     labels = relabel[raw]
-    cp, cq = np.concatenate(cut_p), np.concatenate(cut_q)
-    cuts = np.bincount(labels[cp], minlength=len(sizes)) + np.bincount(labels[cq], minlength=len(sizes))
+    cp, cq = cut_p, cut_q
+    between = labels[cp] != labels[cq]          # a cut inside one piece does not bound it
+    cuts = (np.bincount(labels[cp][between], minlength=len(sizes))
+            + np.bincount(labels[cq][between], minlength=len(sizes)))
     return labels, sizes[order], cuts
 
 
@@ -129,28 +137,31 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
     >>> z.tolist(), moved
     ([0.0, 0.0, 0.0, 0.0, 0.0], 1)
     """
-    labels, sizes, _ = cut_pieces(system, weights, threshold, mutual=True)
-    small = np.flatnonzero((sizes < max_pixels) & (np.arange(len(sizes)) > 0))
-    if not len(small):
+    labels, n_raw, _, _ = _components(system, weights, threshold, mutual=True)
+    sizes = np.bincount(labels, minlength=n_raw)
+    small = (sizes < max_pixels) & (np.arange(n_raw) != np.argmax(sizes))
+    if not small.any():
         return z, 0
     z = np.array(z, np.float64, copy=True)
-    is_small = np.zeros(len(sizes), bool)
-    is_small[small] = True
-    pix, shift = _boundary_targets(system, z, is_small[labels])
-    # only edges towards pixels outside *this* piece count: group by the inside pixel's piece
-    lab = labels[pix]
-    moved = 0
-    order = np.argsort(lab, kind="stable")
+    pix, shift = _boundary_targets(system, z, small[labels])
+    # the median of each small piece's boundary shifts (edges between two small pieces
+    # count for both: each is held to where the other is now)
+    ok = np.isfinite(shift)
+    lab, shift = labels[pix][ok], shift[ok]
+    if not len(lab):
+        return z, 0
+    order = np.lexsort((shift, lab))
     lab, shift = lab[order], shift[order]
     starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
-    ends = np.r_[starts[1:], len(lab)]
-    for s0, s1 in zip(starts, ends):
-        ok = np.isfinite(shift[s0:s1])
-        if not ok.any():
-            continue
-        z[labels == lab[s0]] += float(np.median(shift[s0:s1][ok]))
-        moved += int(sizes[lab[s0]])
-    return z, moved
+    counts = np.diff(np.r_[starts, len(lab)])
+    lo, hi = starts + (counts - 1) // 2, starts + counts // 2
+    delta = np.zeros(len(sizes))
+    delta[lab[starts]] = 0.5 * (shift[lo] + shift[hi])
+    z += delta[labels]
+    return z, int(sizes[lab[starts]].sum())
+
+
+ISLAND = "an island of the mask: no edge joins it, only the solve's weak prior placed it"
 
 
 def loose_pieces(system: NormalSystem, weights: dict | None, threshold: float = CUT_WEIGHT,
@@ -158,7 +169,8 @@ def loose_pieces(system: NormalSystem, weights: dict | None, threshold: float = 
     """The pieces other than the main one with at least ``min_pixels`` pixels, largest
     first: dicts with ``id`` (1, 2, ...), ``pixels``, ``share`` (of the mask), ``pixel``
     (row, col of one of its pixels, to pin with ``--depth-at``), ``cut_edges`` (edges
-    cut on its boundary; 0: an island of the mask), ``placed`` (how its offset was set)
+    cut between it and other pieces; 0: an island of the mask), ``placed`` (how its
+    offset was set: ``placed`` for a cut piece, :data:`ISLAND` for an island)
     and ``labels`` (an (n,) bool of its pixels; not for JSON)."""
     labels, sizes, cuts = cut_pieces(system, weights, threshold)
     out = []
@@ -168,7 +180,7 @@ def loose_pieces(system: NormalSystem, weights: dict | None, threshold: float = 
             break
         members = labels == k
         i = int(np.flatnonzero(members)[len(np.flatnonzero(members)) // 2])
-        how = placed if cuts[k] else "an island of the mask: " + placed
+        how = placed if cuts[k] else ISLAND
         out.append({"id": k, "pixels": int(sizes[k]), "share": float(sizes[k] / system.n),
                     "pixel": [int(rows[i]), int(cols[i])], "cut_edges": int(cuts[k]),
                     "placed": how, "labels": members})
