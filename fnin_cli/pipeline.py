@@ -303,6 +303,8 @@ def integrate(
     progress=None,
     network_side: int | None = None,
     stage=None,
+    rounds: Rounds | None = None,
+    drift_stop=None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -337,6 +339,11 @@ def integrate(
     stage : callable, optional
         ``stage(name, step, total)`` when a stage starts: "network", "solve" and
         "refine" (step 0 of ``total`` rounds; ``progress`` then counts the rounds).
+    rounds : Rounds, optional
+        The rounds instead of ``refine`` or the method's own (studies).
+    drift_stop : DriftStop, optional
+        A stop for the rounds that carry the edge prior
+        (:class:`~fnin_cli.solvers.drift.DriftStop`; studies); None: none.
 
     Returns
     -------
@@ -360,7 +367,8 @@ def integrate(
     lam_sys = classic_lambda(inp.camera, inp.shape) * (lam / LAMBDA)
     if stage is not None:
         stage("network" if BY_NAME[method].needs_network else "solve", None, None)
-    rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
+    if rounds is None:
+        rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
     hierarchy = rounds_hierarchy() if rounds.max_rounds else None
     shared = rounds.max_rounds and STAGE2_BEFORE_ROUNDS is not None
     k = 2.0 if bini_k is None else float(bini_k)
@@ -379,7 +387,8 @@ def integrate(
         bias, k = rounds_prior(system, out.edge_p, bini_k)
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
-                           callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias)
+                           callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias,
+                           stop=drift_stop.fresh() if drift_stop is not None and bias is not None else None)
         z, weights, refined = r.z, r.weights, r.iterations
         if bias is not None and SLIVER_PIXELS:
             # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to

@@ -83,6 +83,7 @@ def integrate_bini(
     callback=None,
     hierarchy: dict | None = None,
     bias: dict | None = None,
+    stop=None,
 ) -> IntegrationResult:
     """BiNI's iteratively reweighted least squares, written from SPEC's description.
 
@@ -97,7 +98,8 @@ def integrate_bini(
     ``hierarchy["rebuild_after"] = m`` a round whose solve took more than m PCG iterations
     has the next round build a fresh hierarchy (:func:`needs_rebuild`). ``bias``: per-axis
     logits added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
-    ``callback(round, energy, z)`` after each round.
+    ``callback(round, energy, z)`` after each round. ``stop(round, z_before, z_after)``:
+    True ends the rounds after that one (:class:`~fnin_cli.solvers.drift.DriftStop`).
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
@@ -106,6 +108,7 @@ def integrate_bini(
     history = [energy]
     it = 0
     for it in range(1, max_iter + 1):
+        z_before = z
         z, info = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
                                rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
         if info.iterations == 0:
@@ -121,6 +124,6 @@ def integrate_bini(
         energy = new_energy
         if callback is not None:
             callback(it, energy, z)
-        if rel < tol:
+        if rel < tol or (stop is not None and stop(it, z_before, z)):
             break
     return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)
