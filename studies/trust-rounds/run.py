@@ -38,6 +38,7 @@ SUITE_SEED = 31_001                 # the real-like suite's views with fresh err
 MESH_SEED0 = VAL_SEED0 + 3_131_000  # fresh validation-mesh scenes
 MESH_SCENES, MESH_SIZE = 16, 384
 MIN_OBJECT = 200
+MESH_DIR = "/work/shared/data/meshes"   # DEFAULT_MESH_DIR assumes the repository sits next to shared/
 
 
 def object_errors(depth, gt, mask, oid, persp) -> float:
@@ -68,13 +69,13 @@ def run_scene(inp, score, out, name):
 
 def choose(args):
     out = {"suite": {}, "meshes": {}}
-    views = mesh_view_set(mesh_scenes.DEFAULT_MESH_DIR)
+    views = mesh_view_set(MESH_DIR)
     for name, sc, px in real_like.real_like_scenes(views, real_like.SUITE, SUITE_SEED):
         inp = build_input(sc.normals, mask=sc.mask, K=sc.K, pixel_size=None if sc.K is not None else px)
         persp = sc.K is not None
         run_scene(inp, lambda d, sc=sc, persp=persp: object_errors(d, sc.depth, sc.mask, sc.object_id, persp),
                   out["suite"], name)
-    meshes = mesh_scenes.load_meshes(mesh_scenes.DEFAULT_MESH_DIR, names=list(mesh_scenes.VALIDATION_MESHES))
+    meshes = mesh_scenes.load_meshes(MESH_DIR, names=list(mesh_scenes.VALIDATION_MESHES))
     for i in range(MESH_SCENES):
         seed = MESH_SEED0 + i
         sc = mesh_scenes.make_mesh_scene(seed, meshes, MESH_SIZE, noise=False)
