@@ -304,7 +304,7 @@ def integrate(
     network_side: int | None = None,
     stage=None,
     rounds: Rounds | None = None,
-    drift_stop=None,
+    rounds_stop=None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -341,9 +341,10 @@ def integrate(
         "refine" (step 0 of ``total`` rounds; ``progress`` then counts the rounds).
     rounds : Rounds, optional
         The rounds instead of ``refine`` or the method's own (studies).
-    drift_stop : DriftStop, optional
-        A stop for the rounds that carry the edge prior
-        (:class:`~fnin_cli.solvers.drift.DriftStop`; studies); None: none.
+    rounds_stop : callable, optional
+        ``stop(round, z_before, z_after) -> bool`` for the rounds that carry the edge
+        prior (:func:`~fnin_cli.solvers.bini.integrate_bini`'s ``stop``; studies, one
+        fresh callable per call); None: the rounds' own stop only.
 
     Returns
     -------
@@ -388,7 +389,7 @@ def integrate(
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
                            callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias,
-                           stop=drift_stop.fresh() if drift_stop is not None and bias is not None else None)
+                           stop=rounds_stop if bias is not None else None)
         z, weights, refined = r.z, r.weights, r.iterations
         if bias is not None and SLIVER_PIXELS:
             # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to

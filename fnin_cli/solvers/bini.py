@@ -99,7 +99,7 @@ def integrate_bini(
     has the next round build a fresh hierarchy (:func:`needs_rebuild`). ``bias``: per-axis
     logits added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
     ``callback(round, energy, z)`` after each round. ``stop(round, z_before, z_after)``:
-    True ends the rounds after that one (:class:`~fnin_cli.solvers.drift.DriftStop`).
+    True ends the rounds after that one (a study's stop; None: the energy rule only).
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()

@@ -1,4 +1,6 @@
-"""A stop for the rounds after FNIN that sees a piece being carried away (issue 31, item 2).
+"""A stop for the rounds after FNIN that sees a piece being carried away (issue 31, item 2);
+a trust-rounds candidate, not adopted (README.md), so it lives with the study, not in the
+package. ``integrate(rounds_stop=DriftStop(...))`` runs it.
 
 On DiLiGenT the rounds after the one-shot first refine the surface and then, on several
 objects, move a piece round after round past where it belongs while BiNI's energy keeps
@@ -18,8 +20,9 @@ import numpy as np
 
 @dataclass
 class DriftStop:
-    """Callable ``stop(round, z_before, z_after) -> bool`` for :func:`integrate_bini`;
-    one instance per run (it keeps the previous step)."""
+    """Callable ``stop(round, z_before, z_after) -> bool`` for ``integrate_bini(stop=)``
+    and ``pipeline.integrate(rounds_stop=)``; one instance per run (it keeps the previous
+    step: :meth:`fresh` gives a new one)."""
 
     cos: float = 0.9
     ratio: float = 0.8

@@ -1,11 +1,15 @@
-"""The rounds' drift stop (solvers.drift): it stops on steps that keep their direction and
+"""The study's drift stop (drift.py; `python -m pytest studies/trust-rounds/test_drift.py`): it stops on steps that keep their direction and
 size, not on steps that shrink as a converging refinement's do."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from fnin_cli.solvers.drift import DriftStop
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from drift import DriftStop  # noqa: E402
 
 
 def _run(stop, steps):
