@@ -23,8 +23,6 @@ relative to the main piece is something no integrator can know from the normals.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from .system import NormalSystem
 
@@ -43,6 +41,11 @@ def _edges(system: NormalSystem):
 
 def _components(system: NormalSystem, weights: dict | None, threshold: float, mutual: bool) -> tuple:
     """(component per pixel, number of components, cut edges' p, cut edges' q), unordered."""
+    # imported here: `fnin --help` imports the pipeline and must not pay for scipy
+    # (docs/decisions.md#start-up)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
     rows, cols, cut_p, cut_q = [], [], [], []
     for axis, p, q in _edges(system):
         if weights is None:
