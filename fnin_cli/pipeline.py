@@ -305,6 +305,7 @@ def integrate(
     stage=None,
     rounds: Rounds | None = None,
     rounds_stop=None,
+    rounds_adjust=None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -345,6 +346,9 @@ def integrate(
         ``stop(round, z_before, z_after) -> bool`` for the rounds that carry the edge
         prior (:func:`~fnin_cli.solvers.bini.integrate_bini`'s ``stop``; studies, one
         fresh callable per call); None: the rounds' own stop only.
+    rounds_adjust : callable, optional
+        ``adjust(z_start, system) -> adjust(round, z, weights) -> z`` for the same rounds
+        (``integrate_bini``'s ``adjust``, built from the rounds' start; studies); None: none.
 
     Returns
     -------
@@ -389,7 +393,8 @@ def integrate(
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
                            callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias,
-                           stop=rounds_stop if bias is not None else None)
+                           stop=rounds_stop if bias is not None else None,
+                           adjust=rounds_adjust(z, system) if rounds_adjust is not None and bias is not None else None)
         z, weights, refined = r.z, r.weights, r.iterations
         if bias is not None and SLIVER_PIXELS:
             # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to

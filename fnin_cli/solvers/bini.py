@@ -84,6 +84,7 @@ def integrate_bini(
     hierarchy: dict | None = None,
     bias: dict | None = None,
     stop=None,
+    adjust=None,
 ) -> IntegrationResult:
     """BiNI's iteratively reweighted least squares, written from SPEC's description.
 
@@ -100,6 +101,8 @@ def integrate_bini(
     logits added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
     ``callback(round, energy, z)`` after each round. ``stop(round, z_before, z_after)``:
     True ends the rounds after that one (a study's stop; None: the energy rule only).
+    ``adjust(round, z, weights) -> z``: applied to each round's solution before its
+    weights are computed (a study's prior on the pieces; None: nothing).
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
@@ -118,6 +121,8 @@ def integrate_bini(
                 callback(it, energy, z)
             break
         needs_rebuild(hierarchy, info)
+        if adjust is not None:
+            z = adjust(it, z, weights)
         weights, new_energy = _weights_and_energy(system, z, k, bias)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0

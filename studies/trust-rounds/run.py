@@ -31,12 +31,19 @@ from fnin_cli.train.config import VAL_SEED0  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from drift import DriftStop  # noqa: E402
+from hold import PieceHold  # noqa: E402
 
 CONFIGS = {
     "today": {"rounds": Rounds(16, 1e-3)},   # the default when this was measured
     "rounds8": {"rounds": Rounds(8, 1e-3)},
     "rounds4": {"rounds": Rounds(4, 1e-3)},
     "drift": {"rounds_stop": DriftStop(cos=0.9, ratio=0.8, patience=2)},
+}
+# the second rule (README "Second rule: piece hold"), after 8 rounds were adopted
+HOLD_CONFIGS = {
+    "today": {"rounds": Rounds(8, 1e-3)},
+    "hold02": {"rounds_adjust": PieceHold(strength=1.0, min_pixels=50, threshold=0.2)},
+    "hold05": {"rounds_adjust": PieceHold(strength=1.0, min_pixels=50, threshold=0.5)},
 }
 SUITE_SEED = 31_001                 # the real-like suite's views with fresh error draws
 MESH_SEED0 = VAL_SEED0 + 3_131_000  # fresh validation-mesh scenes
@@ -79,14 +86,14 @@ def run_scene(inp, score, out, name):
 def choose(args):
     out = {"suite": {}, "meshes": {}}
     views = mesh_view_set(MESH_DIR)
-    for name, sc, px in real_like.real_like_scenes(views, real_like.SUITE, SUITE_SEED):
+    for name, sc, px in real_like.real_like_scenes(views, real_like.SUITE, args.suite_seed):
         inp = build_input(sc.normals, mask=sc.mask, K=sc.K, pixel_size=None if sc.K is not None else px)
         persp = sc.K is not None
         run_scene(inp, lambda d, sc=sc, persp=persp: object_errors(d, sc.depth, sc.mask, sc.object_id, persp),
                   out["suite"], name)
     meshes = mesh_scenes.load_meshes(MESH_DIR, names=list(mesh_scenes.VALIDATION_MESHES))
     for i in range(MESH_SCENES):
-        seed = MESH_SEED0 + i
+        seed = args.mesh_seed0 + i
         sc = mesh_scenes.make_mesh_scene(seed, meshes, MESH_SIZE, noise=False)
         model = real_like.SUITE_CYCLE[i % len(real_like.SUITE_CYCLE)]
         sc, params = real_like.noisy_scene(sc, model, [seed, 31])
@@ -141,10 +148,16 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("what", choices=["choose", "guard"])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--configs", choices=["first", "hold"], default="first")
+    ap.add_argument("--suite-seed", type=int, default=SUITE_SEED)
+    ap.add_argument("--mesh-seed0", type=int, default=MESH_SEED0)
     ap.add_argument("--data", default="/work/shared/data/diligent")
     ap.add_argument("--bini", default="studies/trust-rounds/results/diligent_base.json",
                     help="a `fnin bench diligent --methods default,bini,wls --json` record (bini is unchanged)")
     args = ap.parse_args()
+    if args.configs == "hold":   # the script's own table, not a package global
+        CONFIGS.clear()
+        CONFIGS.update(HOLD_CONFIGS)
     with threadpool_limits(1):
         import torch
 
