@@ -75,7 +75,6 @@ def test_perturbed_normals_still_face_the_camera():
 
 def test_seeds_reproduce_and_differ(mesh_dir):  # noqa: F811
     a = mesh_view_set(mesh_dir, 48, 2, "real-like", 5)
-    b = mesh_view_set(mesh_dir, 48, 2, "real-like", 5)
     c = real_like.real_like_scenes(mesh_view_set(mesh_dir, 48, 2), "real-like", 5, size=48, folds=2)
     d = real_like.real_like_scenes(mesh_view_set(mesh_dir, 48, 2), "real-like", 6, size=48, folds=2)
     assert [x[0] for x in a] == [x[0] for x in c] and len(a) == 4      # 2 views + 2 folds
