@@ -28,8 +28,9 @@ from fnin_cli.bench.cases import align_and_errors
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, load_meshes, make_mesh_scene, mesh_files, split_names
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
-from fnin_cli.solvers.bini import integrate_bini
+from fnin_cli.solvers.bini import bini_weights, integrate_bini
 from fnin_cli.solvers.fnin import run_fnin
+from fnin_cli.solvers.pieces import reattach_slivers
 from fnin_cli.solvers.system import NormalSystem
 from fnin_cli.train.config import VAL_SEED0
 
@@ -73,7 +74,8 @@ def trajectory(sc, rounds: int):
     (``STAGE2_BEFORE_ROUNDS``, its AMG hierarchy kept for the rounds), then
     ``solvers.bini.integrate_bini`` with the pipeline's constants (the edge-net prior, its
     k, ``REFINE_RTOL``, ``REFRESH_EVERY``, ``REBUILD_AFTER``) and no energy tolerance, the
-    error recorded after each round out of the clock. Where the rounds stop at a fixed
+    error recorded after each round out of the clock (after the pipeline's sliver
+    reattachment, which ``integrate`` applies once the rounds end). Where the rounds stop at a fixed
     point (``integrate`` stops there too), that step is marked and the later ones repeat
     it at no cost."""
     inp = build_input(sc.normals, None, sc.mask, sc.K)
@@ -92,6 +94,9 @@ def trajectory(sc, rounds: int):
 
     def record(it, energy, z):
         clock["rounds"] += time.perf_counter() - clock["since"]
+        if bias is not None and pipeline.SLIVER_PIXELS:   # as integrate ends the rounds
+            z, _ = reattach_slivers(system, z, bini_weights(system, z, k, bias=bias),
+                                    max_pixels=pipeline.SLIVER_PIXELS)
         steps.append((clock["rounds"], None, object_error(system.to_image(z), sc, persp), False))
         clock["since"] = time.perf_counter()
 

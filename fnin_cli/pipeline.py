@@ -25,6 +25,7 @@ from .io.layout import beside, find_in_folder
 from .config import DEFAULT, IntegrationConfig
 from .solvers.bini import integrate_bini
 from .solvers.linear import AMGCache
+from .solvers.pieces import loose_pieces, pin_pieces, reattach_slivers
 from .solvers.registry import DEFAULT_METHOD, METHODS, RunArgs, method_named  # noqa: F401 (METHODS: the API's)
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
@@ -68,10 +69,38 @@ class Result:
     iterations: int = 1
     warnings: list = field(default_factory=list)
     rounds: int = 0                # BiNI rounds run after the method (--refine)
+    pieces_from: tuple | None = field(default=None, repr=False)  # (system, weights, placed, pinned)
 
     @property
     def pixels(self) -> int:
         return int(self.mask.sum())
+
+    @property
+    def loose_pieces(self) -> list:
+        """The pieces joined to the rest only across cuts (or not at all), largest first
+        (:func:`fnin_cli.solvers.pieces.loose_pieces`, without their ``labels``);
+        computed on first use."""
+        return self._pieces()[0]
+
+    @property
+    def loose(self) -> np.ndarray:
+        """(H, W) int: each loose piece's ``id`` on its pixels, 0 elsewhere."""
+        return self._pieces()[1]
+
+    def _pieces(self):
+        if not hasattr(self, "_pieces_cache"):
+            loose = np.zeros(self.mask.shape, np.int32)
+            found = []
+            if self.pieces_from is not None:
+                system, weights, placed, pinned = self.pieces_from
+                found = loose_pieces(system, weights, placed=placed)
+                ids = np.zeros(system.n, np.int32)
+                for piece in found:
+                    ids[piece.pop("labels")] = piece["id"]
+                    piece["placed"] = pinned.get(piece["id"], piece["placed"])
+                loose[self.mask] = ids
+            self._pieces_cache = (found, loose)
+        return self._pieces_cache
 
 
 def load_input(
@@ -171,8 +200,7 @@ def check_scale(inp: Input, mean_depth: float | None = None, depth_at: tuple | N
     """The scale/offset anchor of :func:`integrate` (``--mean-depth``, ``--depth-at``)
     against this input: the pixel inside its mask, a positive depth for a perspective
     camera. The one check of these rules; raises :class:`FninError` naming the input."""
-    if depth_at is not None:
-        r, c, d = depth_at
+    for r, c, d in _pins(depth_at):   # one pin, or several (each further pin places its own piece)
         h, w = inp.shape
         if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
             raise FninError(f"--depth-at pixel (row {r}, col {c}) is not inside the mask of this "
@@ -283,6 +311,8 @@ def integrate(
     network_side: int | None = None,
     stage=None,
     config: IntegrationConfig | None = None,
+    rounds_stop=None,
+    rounds_adjust=None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -300,9 +330,12 @@ def integrate(
         ``refine=0`` with ``fnin`` is the paper's one-shot.
     device : str
         auto, cpu, cuda or mps: where the network of the fnin methods runs.
-    mean_depth, depth_at : float, (row, col, depth)
+    mean_depth, depth_at : float, (row, col, depth) or a list of them
         How to fix the unknown scale (perspective; default masked mean 1) or offset
-        (orthographic; default mean 0): a masked mean, or one known pixel.
+        (orthographic; default mean 0): a masked mean, or one known pixel. With several
+        pixels, the first fixes the whole map as one does, and each pins its loose piece
+        (``Result.loose_pieces``): that piece is scaled (perspective) or shifted
+        (orthographic) so that its pixel has the given depth; one pin per piece.
     model : FNINet, optional
         A loaded network instead of the bundled weights.
     bini_k : float, optional
@@ -318,6 +351,13 @@ def integrate(
         "refine" (step 0 of ``total`` rounds; ``progress`` then counts the rounds).
     config : IntegrationConfig, optional
         Every constant of the run (:mod:`fnin_cli.config`); None: ``config.DEFAULT``.
+    rounds_stop : callable, optional
+        ``stop(round, z_before, z_after) -> bool`` for the rounds that carry the edge
+        prior (:func:`~fnin_cli.solvers.bini.integrate_bini`'s ``stop``; a study's
+        candidate stop, one fresh callable per call); None: the rounds' own stop only.
+    rounds_adjust : callable, optional
+        ``adjust(z_start, system) -> adjust(round, z, weights) -> z`` for the same rounds
+        (``integrate_bini``'s ``adjust``, built from the rounds' start); None: none.
 
     Returns
     -------
@@ -360,14 +400,25 @@ def integrate(
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
                            solver=rounds.solver, hierarchy=hierarchy,
-                           callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias)
+                           callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias,
+                           stop=rounds_stop if bias is not None else None,
+                           adjust=rounds_adjust(z, system) if rounds_adjust is not None and bias is not None else None)
         z, weights, refined = r.z, r.weights, r.iterations
+        if bias is not None and rounds.reattach_pixels:
+            # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to
+            # its neighbours (docs/decisions.md#sliver-reattach)
+            z, _ = reattach_slivers(system, z, weights, max_pixels=rounds.reattach_pixels)
         seconds["refine"] = time.perf_counter() - t1
         iterations += r.iterations
     if discontinuity is None or refined:
         discontinuity = weights_to_discontinuity(weights, system.n)
+    pins = _pins(depth_at)
+    pinned = {}
+    if len(pins) > 1:
+        z, pinned = _pin(system, z, weights, pins, inp.camera)
     zimg = system.to_image(z)
-    depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, depth_at)
+    depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
+    placed = f"by the weak links across its cuts ({method}{' and its rounds' if refined else ''})"
     seconds["total"] = time.perf_counter() - t0
     warnings = list(inp.warnings)
     frac = jump_fraction(system, z)
@@ -377,7 +428,32 @@ def integrate(
             f"wrong convention? {conventions.FLIP_HINT}"))
         warn(warnings[-1:])
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
-                  inp.mask, method, seconds, note, zimg, iterations, warnings, refined)
+                  inp.mask, method, seconds, note, zimg, iterations, warnings, refined,
+                  (system, weights, placed, pinned))
+
+
+def _pins(depth_at) -> list:
+    """``depth_at`` as a list of (row, col, depth): None, one triple, or a list of them."""
+    if depth_at is None:
+        return []
+    if len(depth_at) == 3 and np.isscalar(depth_at[0]):
+        return [tuple(depth_at)]
+    return [tuple(p) for p in depth_at]
+
+
+def _pin(system: NormalSystem, z, weights, pins, camera: Camera) -> tuple:
+    """z with the whole map shifted to the first pin and each pinned piece to its own
+    (in the unknown: log-depth for perspective), and {piece label: how it was placed}."""
+    targets = []
+    for r, c, d in pins:   # inside the mask, positive where needed: check_scale
+        targets.append((r, c, float(np.log(d)) if camera.perspective else float(d)))
+    r0, c0, t0 = targets[0]
+    z = z + (t0 - z[system.index[r0, c0]])
+    try:
+        z, done = pin_pieces(system, z, weights, targets)
+    except ValueError as exc:
+        raise FninError(f"--depth-at: {exc}") from None
+    return z, {k: "pinned by --depth-at {},{},{:g}".format(*pins[i]) for i, k, _ in done}
 
 
 def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,

@@ -16,7 +16,7 @@ from helpers_cli import invoke, run_fnin, write_case, write_folder, write_random
 
 JSON_KEYS = {"input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels", "seconds",
              "scale_note", "warnings", "peak_rss_mb", "convention",
-             "mask_source", "camera_source", "config"}  # mask_source/camera_source: issue 32; config: issue 33
+             "mask_source", "camera_source", "config", "loose_pieces"}  # the last four: issues 32, 33, 31
 
 
 def test_file_with_mask_and_K_writes_mesh_depth_weights_preview(tmp_path):

@@ -77,7 +77,7 @@ def test_json_record_has_the_config_it_ran(tmp_path):
     rec = json.loads(p.stdout)
     assert list(rec) == ["input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
                          "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source",
-                         "camera_source", "config"]
+                         "camera_source", "config", "loose_pieces"]
     assert rec["config"] == run_config("wls")
     # a failed input records it too
     p = run_fnin(["integrate", tmp_path / "missing.png", "-o", tmp_path / "m.npy", "--method", "bini", "--refine",

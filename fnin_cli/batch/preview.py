@@ -17,7 +17,7 @@ from ..conventions import from_internal
 
 PREVIEW_SIDE = 1024
 TITLE_HEIGHT = 30      # strip above the panels: the title line, then the panels' titles
-LEGEND_HEIGHT = 50     # strip below: under the depth panel its colour bar and the discontinuity colour
+LEGEND_HEIGHT = 60     # strip below: under the depth panel its colour bar, the discontinuity colour, the loose tint
 MIN_PANEL_WIDTH = 150  # narrow panels are widened (background) so that their labels fit
 # the depth scale spans these percentiles of the masked depth: a few outlier pixels (a
 # sliver cut loose at a jump) would otherwise stretch it (human: far 213 where 99.9% lie
@@ -26,17 +26,19 @@ DEPTH_PERCENTILES = (0.5, 99.5)
 _CHAR = 6              # width of a character of Pillow's default font, in pixels
 _TEXT = (230, 230, 230)
 _RED = (230.0, 40.0, 40.0)
+_BLUE = np.array([60.0, 140.0, 255.0])   # tint of loose pieces (depth unknown from the normals)
 _BACKGROUND = np.array([40, 40, 40], np.uint8)
 _LIGHT = np.array([-0.35, -0.45, -0.82])  # from the surface toward a light above-left of the camera
 
 
-def preview_image(normals, depth, discontinuity, camera, mask, title: str = "") -> np.ndarray:
+def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", loose=None) -> np.ndarray:
     """Three panels side by side (uint8 RGB): the input normals (file colours), the
     integrated surface shaded by a light at the camera, and the depth (near = bright,
     linear between the ``DEPTH_PERCENTILES`` of the masked depth, clipped beyond) with
-    discontinuities (weight > 0.5) in red. ``title``: the line above the panels (input,
-    method, rounds, camera). Large maps are decimated to ~1024 px and the panels are
-    cropped to the object."""
+    discontinuities (weight > 0.5) in red and the loose pieces (``loose`` > 0, the ids of
+    ``Result.loose``) tinted blue. ``title``: the line above the panels (input, method,
+    rounds, camera). Large maps are decimated to ~1024 px and the panels are cropped to
+    the object."""
     h, w = mask.shape
     step = max(1, int(np.ceil(max(h, w) / PREVIEW_SIDE)))
     m = mask[::step, ::step]
@@ -73,6 +75,10 @@ def preview_image(normals, depth, discontinuity, camera, mask, title: str = "") 
     if discontinuity is not None:
         jump = np.nan_to_num(discontinuity[::step, ::step], nan=0.0) > 0.5
         rgb[jump] = _RED
+    tinted = loose is not None and bool(np.any(loose))
+    if tinted:
+        lp = loose[::step, ::step] > 0
+        rgb[lp] = 0.5 * rgb[lp] + 0.5 * _BLUE
     p3 = _panel(rgb, m)
 
     # crop to the object (plus a margin) so small objects in big frames stay visible
@@ -85,7 +91,8 @@ def preview_image(normals, depth, discontinuity, camera, mask, title: str = "") 
     p1, p2, p3 = (_widen(p) for p in (p1, p2, p3))
     gap = np.broadcast_to(_BACKGROUND, (p1.shape[0], 4, 3))
     body = np.ascontiguousarray(np.concatenate([p1, gap, p2, gap, p3], axis=1), dtype=np.uint8)
-    return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, clipped, discontinuity is not None, title)
+    return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, clipped, discontinuity is not None, title,
+                  tinted)
 
 
 def preview_title(inp, res) -> str:
@@ -112,10 +119,11 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= n else text[: n - 2] + ".."
 
 
-def _label(body: np.ndarray, widths: list, span, clipped: int, jumps: bool, title: str = "") -> np.ndarray:
+def _label(body: np.ndarray, widths: list, span, clipped: int, jumps: bool, title: str = "",
+           loose: bool = False) -> np.ndarray:
     """The title line and the panels' titles above the panels; under the depth panel its
     colour bar (bright = near, linear between the robust ``span``; ticks at its ends, the
-    clipped pixels counted) and the discontinuity colour."""
+    clipped pixels counted), the discontinuity colour and the loose pieces' tint."""
     from PIL import Image, ImageDraw
 
     h, w = body.shape[:2]
@@ -137,13 +145,16 @@ def _label(body: np.ndarray, widths: list, span, clipped: int, jumps: bool, titl
         draw.text((x + 3, top + 10), f"near {span[0]:.4g}", fill=_TEXT)
         far = f"far {span[1]:.4g}"
         draw.text((x + 3 + bar_w - _CHAR * len(far), top + 10), far, fill=_TEXT)
-    # ... the pixels beyond its ends, and the discontinuity colour
+    # ... the pixels beyond its ends, the discontinuity colour and the loose pieces' tint
     line = top + 22
     if jumps:
         draw.rectangle([x + 3, line + 1, x + 11, line + 9], fill=tuple(int(c) for c in _RED))
         draw.text((x + 15, line), _fit("discontinuity", pw - 18), fill=_TEXT)
     if clipped:  # beyond the percentiles: drawn at the bar's ends
         draw.text((x + 3, line + 11), _fit(f"{clipped:,} px beyond near/far, clipped", bar_w), fill=_TEXT)
+    if loose:
+        draw.rectangle([x + 3, line + 23, x + 11, line + 31], fill=tuple(int(c) for c in _BLUE))
+        draw.text((x + 15, line + 22), _fit("loose piece (offset unknown)", pw - 18), fill=_TEXT)
     return np.asarray(img, dtype=np.uint8)
 
 

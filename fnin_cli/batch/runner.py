@@ -363,6 +363,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     rec["scale_note"] = res.scale_note
     rec["warnings"] = list(res.warnings)
     rec["pixels"] = res.pixels
+    rec["loose_pieces"] = res.loose_pieces
 
     t = time.perf_counter()
     write_outputs(job.outputs, inp, res, options, rec, status)
@@ -505,5 +506,5 @@ def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
             "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source",
-            "config")
+            "config", "loose_pieces")
     return {k: rec.get(k) for k in keys}

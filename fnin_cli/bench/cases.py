@@ -127,7 +127,8 @@ class Case:
     """One benchmark case: a folder with ground truth, a built-in synthetic scene, or a
     view rendered from a mesh folder (``kind`` "mesh": ``path`` = the mesh folder, ``name``
     = the view's case name; rendered where it is loaded, so ``--isolate`` children render
-    it themselves; ``size``/``views``: a smaller view set, for tests)."""
+    it themselves; ``size``/``views``: a smaller view set, for tests; ``noise``/``noise_seed``:
+    the views with real-like normal errors, :func:`fnin_cli.data.real_like.real_like_scenes`)."""
 
     name: str
     kind: str                         # "folder", "synthetic" or "mesh"
@@ -139,6 +140,8 @@ class Case:
     convention: str = "ps"
     views: int | None = None
     frame: tuple | None = None        # (W, H): the camera-size view (bench.camera_views) instead
+    noise: str | None = None          # mesh views: real-like errors (data.real_like; None: clean)
+    noise_seed: int | None = None
 
     def object_ids(self):
         """Per-pixel object ids (-1 = none) for a case whose objects are aligned one by
@@ -198,14 +201,25 @@ class Case:
 _MESH_VIEWS = {}
 
 
-def mesh_view_set(meshes_dir, size=None, views=None, frame=None) -> list:
+def mesh_view_set(meshes_dir, size=None, views=None, frame=None, noise=None, noise_seed=None) -> list:
     """[(case name, MeshScene, pixel size)] of ``fnin bench meshes``: the fixed benchmark
     views (``data.mesh_scenes.bench_scenes``) of the folder's validation meshes (for
     ``shared/data/meshes``: ``VALIDATION_MESHES``), rendered once per process. ``size``
     (a height) and ``views`` (the first N views) make a smaller set, for tests; ``frame``
-    (W, H): the one camera-size view of :mod:`.camera_views` instead."""
+    (W, H): the one camera-size view of :mod:`.camera_views` instead. ``noise`` (a model
+    of ``data.real_like.NOISE_MODELS`` or ``"real-like"``, the suite) adds real-like
+    normal errors drawn from ``noise_seed`` (default ``REAL_LIKE_SEED``)."""
     from ..data import mesh_scenes
 
+    if noise is not None and noise != "clean":
+        from ..data import real_like
+
+        key = (str(meshes_dir), size, views, None if frame is None else tuple(frame), noise, noise_seed)
+        if key not in _MESH_VIEWS:
+            seed = real_like.REAL_LIKE_SEED if noise_seed is None else int(noise_seed)
+            _MESH_VIEWS[key] = real_like.real_like_scenes(mesh_view_set(meshes_dir, size, views, frame), noise,
+                                                          seed, size=size, folds=views)
+        return _MESH_VIEWS[key]
     key = (str(meshes_dir), size, views, None if frame is None else tuple(frame))
     if key not in _MESH_VIEWS:
         folder = Path(meshes_dir)
@@ -235,21 +249,29 @@ def mesh_view_set(meshes_dir, size=None, views=None, frame=None) -> list:
 
 
 def _mesh_view(case: "Case"):
-    for name, scene, pixel_size in mesh_view_set(case.path, case.size, case.views, case.frame):
+    for name, scene, pixel_size in mesh_view_set(case.path, case.size, case.views, case.frame, case.noise,
+                                                 case.noise_seed):
         if name == case.name:
             return scene, pixel_size
     raise FninError(f"no benchmark view '{case.name}' in this mesh folder", case.path)
 
 
-def mesh_cases(meshes_dir=None, size=None, views=None, frame=None) -> list:
+def mesh_cases(meshes_dir=None, size=None, views=None, frame=None, noise=None, noise_seed=None) -> list:
     """The cases of ``fnin bench meshes`` (default folder: ``mesh_scenes.DEFAULT_MESH_DIR``;
-    ``frame`` (W, H): the camera-size view, :mod:`.camera_views`)."""
+    ``frame`` (W, H): the camera-size view, :mod:`.camera_views`; ``noise``/``noise_seed``:
+    see :func:`mesh_view_set`)."""
     from ..data.mesh_scenes import DEFAULT_MESH_DIR
 
     folder = str(Path(meshes_dir).expanduser() if meshes_dir is not None else DEFAULT_MESH_DIR)
     frame = None if frame is None else tuple(int(v) for v in frame)
-    return [Case(name, "mesh", path=folder, size=size, views=views, frame=frame)
-            for name, _, _ in mesh_view_set(folder, size, views, frame)]
+    if noise is not None:
+        from ..data.real_like import NOISE_MODELS, SUITE
+
+        if noise not in NOISE_MODELS + (SUITE,):
+            raise FninError(f"unknown --noise '{noise}'; use one of {', '.join(NOISE_MODELS + (SUITE,))}")
+        noise = None if noise == "clean" else noise
+    return [Case(name, "mesh", path=folder, size=size, views=views, frame=frame, noise=noise, noise_seed=noise_seed)
+            for name, _, _ in mesh_view_set(folder, size, views, frame, noise, noise_seed)]
 
 
 def diligent_dir(data=None) -> Path:
@@ -282,7 +304,7 @@ def _folder_case(folder: Path, pixel_size=None, convention="ps") -> Case:
 
 
 def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps", meshes=None,
-                  mesh_size=None, mesh_views=None, mesh_frame=None) -> tuple:
+                  mesh_size=None, mesh_views=None, mesh_frame=None, noise=None, noise_seed=None) -> tuple:
     """``(dataset name, [Case])`` for ``diligent``, ``synthetic``, ``meshes`` (renders of
     the mesh folder ``meshes``) or a folder of cases.
 
@@ -291,7 +313,7 @@ def resolve_cases(source: str, data=None, pixel_size=None, convention: str = "ps
     if source == "synthetic":
         return "synthetic", synthetic_cases()
     if source == "meshes":
-        return "meshes", mesh_cases(meshes, mesh_size, mesh_views, mesh_frame)
+        return "meshes", mesh_cases(meshes, mesh_size, mesh_views, mesh_frame, noise, noise_seed)
     if source == "diligent":
         root = diligent_dir(data)
         missing = [o for o in DILIGENT_OBJECTS

@@ -29,6 +29,13 @@ def bench(
                                             help="bench meshes: render the views at this height (tests)"),
     mesh_views: Optional[int] = typer.Option(None, "--mesh-views", hidden=True,
                                              help="bench meshes: only the first N views (tests)"),
+    noise: Optional[str] = typer.Option(None, "--noise", metavar="white|tilt|ps|ps8|real-like",
+                                        help="bench meshes: normal errors as real captures have them: white "
+                                             "(per pixel), tilt (a smooth 1-6 deg rotation field), ps (tilt + "
+                                             "white + 16-bit), ps8 (8-bit); real-like: the suite (models in "
+                                             "turn, plus procedural folds)"),
+    noise_seed: Optional[int] = typer.Option(None, "--noise-seed", help="bench meshes --noise: the seed of "
+                                             "the errors (default: the suite's fixed one)"),
     methods: str = typer.Option("default,bini,wls", "--methods",
                                 help="comma-separated methods: default (what `fnin integrate` runs "
                                      "with no method or refine flags), fnin, bini, wls; rarely needed: "
@@ -79,13 +86,16 @@ def bench(
             raise FninError("--meshes goes with `fnin bench meshes`")
         if size is not None and source != "meshes":
             raise FninError("--size goes with `fnin bench meshes`")
+        if (noise is not None or noise_seed is not None) and source != "meshes":
+            raise FninError("--noise and --noise-seed go with `fnin bench meshes`")
         frame = None
         if size is not None:
             from ..bench.camera_views import parse_frame
 
             frame = parse_frame(size)
         dataset, cases = resolve_cases(source, data=data, pixel_size=pixel_size, convention=convention,
-                                       meshes=meshes, mesh_size=mesh_size, mesh_views=mesh_views, mesh_frame=frame)
+                                       meshes=meshes, mesh_size=mesh_size, mesh_views=mesh_views, mesh_frame=frame,
+                                       noise=noise, noise_seed=noise_seed)
         if model is not None:
             from ..model.weights import load_model
 

@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -102,8 +102,9 @@ def integrate_cmd(
     preview: Optional[str] = typer.Option(None, "--preview", help="also write a PNG: normals | shaded | depth"),
     mean_depth: Optional[float] = typer.Option(None, "--mean-depth", help="scale (perspective) or offset "
                                                "(orthographic) so that the masked mean depth is this"),
-    depth_at: Optional[str] = typer.Option(None, "--depth-at", metavar="ROW,COL,DEPTH",
-                                           help="fix the scale/offset by one known pixel depth instead"),
+    depth_at: Optional[List[str]] = typer.Option(None, "--depth-at", metavar="ROW,COL,DEPTH",
+                                                 help="fix the scale/offset by one known pixel depth instead; "
+                                                      "repeat it to pin each loose piece (--json lists them)"),
     colors: bool = typer.Option(True, "--colors/--no-colors", help="mesh vertex colours from the normals"),
     cut: float = typer.Option(1.0, "--cut", help="rarely needed: drop mesh triangles across depth jumps whose "
                               "residual exceeds this (normal units; larger keeps more; docs/usage.md)"),
@@ -130,7 +131,8 @@ def integrate_cmd(
             float_encoding=float_encoding.lower(), allow_invalid=allow_invalid, method=method.lower(), refine=refine,
             device=device.lower(), network_side=network_side, model=None if model is None else str(model),
             mean_depth=mean_depth,
-            depth_at=None if depth_at is None else parse_depth_at(depth_at), colors=colors, cut=cut, force=force,
+            depth_at=(None if not depth_at else parse_depth_at(depth_at[0]) if len(depth_at) == 1
+                      else tuple(parse_depth_at(d) for d in depth_at)), colors=colors, cut=cut, force=force,
             debug=debug, threads=threads,
         ).check()
     except UsageError as exc:

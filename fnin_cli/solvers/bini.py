@@ -77,6 +77,8 @@ def integrate_bini(
     callback=None,
     hierarchy: AMGCache | None = None,
     bias: dict | None = None,
+    stop=None,
+    adjust=None,
 ) -> IntegrationResult:
     """BiNI's iteratively reweighted least squares, written from SPEC's description.
 
@@ -92,7 +94,10 @@ def integrate_bini(
     has the next round build a fresh hierarchy (:meth:`~fnin_cli.solvers.linear.AMGCache.after_solve`).
     ``bias``: per-axis
     logits added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
-    ``callback(round, energy, z)`` after each round.
+    ``callback(round, energy, z)`` after each round. ``stop(round, z_before, z_after)``:
+    True ends the rounds after that one (a study's stop; None: the energy rule only).
+    ``adjust(round, z, weights) -> z``: applied to each round's solution before its
+    weights are computed (a study's prior on the pieces; None: nothing).
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
@@ -101,6 +106,7 @@ def integrate_bini(
     history = [energy]
     it = 0
     for it in range(1, max_iter + 1):
+        z_before = z
         z, info = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
                                rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
         if info.iterations == 0:
@@ -111,12 +117,14 @@ def integrate_bini(
             break
         if hierarchy is not None:
             hierarchy.after_solve(info.iterations)
+        if adjust is not None:
+            z = adjust(it, z, weights)
         weights, new_energy = _weights_and_energy(system, z, k, bias)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
         energy = new_energy
         if callback is not None:
             callback(it, energy, z)
-        if rel < tol:
+        if rel < tol or (stop is not None and stop(it, z_before, z)):
             break
     return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)
