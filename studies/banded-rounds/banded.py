@@ -124,3 +124,44 @@ def banded_rounds(system, k, z0, lam, max_rounds, tol, cg_rtol, maxiter, solver,
             history.append(energy)
             it += 1
     return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0, "bands": bands}, history)
+
+
+@dataclass(frozen=True)
+class Extrapolated:
+    """Second design: full rounds, each PCG warm-started at z + (z - z_prev), capped at
+    ``cap`` iterations (None: today's inner solve)."""
+
+    cap: int | None = None
+
+    def __str__(self):
+        return f"extrapolated start, PCG cap {self.cap}"
+
+
+def extrapolated_rounds(system, k, z0, lam, max_rounds, tol, cg_rtol, maxiter, solver, hierarchy, bias,
+                        ex: Extrapolated, callback=None) -> IntegrationResult:
+    """Today's rounds (``integrate_bini``'s loop and stop rule) with the extrapolated warm
+    start and the capped inner PCG of ``ex``."""
+    t0 = time.perf_counter()
+    z = np.asarray(z0, np.float64).copy()
+    prev = None
+    weights, energy = _weights_and_energy(system, z, k, bias)
+    history, it = [energy], 0
+    cap = maxiter if ex.cap is None else ex.cap
+    for it in range(1, max_rounds + 1):
+        x0 = z if prev is None else 2.0 * z - prev
+        zn, info = system.solve(weights, lam=lam, z_prior=z0, x0=x0, method=solver, rtol=cg_rtol, maxiter=cap,
+                                hierarchy=hierarchy)
+        if info.iterations == 0:
+            break
+        if hierarchy is not None:
+            hierarchy.after_solve(info.iterations)
+        prev, z = z, zn
+        weights, new_energy = _weights_and_energy(system, z, k, bias)
+        history.append(new_energy)
+        rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
+        energy = new_energy
+        if callback is not None:
+            callback(it, energy, z)
+        if rel < tol:
+            break
+    return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)

@@ -7,7 +7,8 @@ each from a copy of the Stage II hierarchy; per-object error after the default s
 fix. One thread. Usage (repository root)::
 
     PYTHONPATH=$PWD:studies/banded-rounds python studies/banded-rounds/measure.py s2k --json studies/banded-rounds/s2k.json
-    PYTHONPATH=$PWD:studies/banded-rounds python studies/banded-rounds/measure.py s24 --json studies/banded-rounds/s24.json
+    PYTHONPATH=$PWD:studies/banded-rounds python studies/banded-rounds/measure.py s24 --only today,b2r8c --json studies/banded-rounds/s24.json
+    PYTHONPATH=$PWD:studies/banded-rounds python studies/banded-rounds/measure.py s2k --design extrapolated --json studies/banded-rounds/s2k_x.json
 """
 
 from __future__ import annotations
@@ -31,21 +32,23 @@ from fnin_cli.solvers.linear import AMGCache
 from fnin_cli.solvers.registry import BY_NAME, RunArgs
 from fnin_cli.solvers.system import NormalSystem
 
-from banded import Banded, banded_rounds  # noqa: E402  (this folder, run as a script)
+from banded import Banded, Extrapolated, banded_rounds, extrapolated_rounds  # noqa: E402  (this folder, run as a script)
 
 MESHES = "/work/shared/data/meshes"
 S2K_VIEWS = [(1536, 2048, False, 1), (1536, 2048, False, 2), (1536, 2048, False, 2), (1536, 2048, False, 1)]
-S2K_START = 40
-CANDIDATES = {"today": None, "b2r8": Banded(2, 0.01, 8, False), "b2r8c": Banded(2, 0.01, 8, True),
-              "b2r4": Banded(2, 0.01, 4, False)}
+DESIGNS = {
+    "banded": ({"today": None, "b2r8": Banded(2, 0.01, 8, False), "b2r8c": Banded(2, 0.01, 8, True),
+                "b2r4": Banded(2, 0.01, 4, False)}, 40),
+    "extrapolated": ({"today": None, "x0": Extrapolated(None), "x1": Extrapolated(1), "x2": Extrapolated(2)}, 44),
+}
 
 
-def scenes(which):
+def scenes(which, start):
     if which == "s24":
         yield from ((n, sc) for n, sc, _ in camera_view_set(MESHES, parse_frame("6000x4000")))
         return
     for j, view in enumerate(S2K_VIEWS):
-        name, sc, _ = bench_scenes(MESHES, views=[view], start=S2K_START + j)[0]
+        name, sc, _ = bench_scenes(MESHES, views=[view], start=start + j)[0]
         yield name, sc
 
 
@@ -53,15 +56,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("set", choices=["s2k", "s24"])
     ap.add_argument("--json", required=True)
+    ap.add_argument("--design", choices=list(DESIGNS), default="banded")
     ap.add_argument("--only", default=None, help="comma-separated candidate names")
     a = ap.parse_args()
+    CANDIDATES, start = DESIGNS[a.design]
     names = list(CANDIDATES) if a.only is None else a.only.split(",")
     cfg, R = DEFAULT, DEFAULT.rounds
-    out = {"set": a.set, "candidates": {n: str(CANDIDATES[n]) for n in names}, "scenes": {}}
+    out = {"set": a.set, "design": a.design, "candidates": {n: str(CANDIDATES[n]) for n in names}, "scenes": {}}
     with limit_threads(1):
         torch.set_num_threads(1)
         model = load_model(device="cpu")
-        for j, (name, sc) in enumerate(scenes(a.set)):
+        for j, (name, sc) in enumerate(scenes(a.set, start)):
             inp = build_input(sc.normals, mask=sc.mask, K=sc.K, source=name)
             system = NormalSystem(inp.normals, inp.mask, inp.camera)
             lam = classic_lambda(inp.camera, inp.shape, cfg.solver.lam)
@@ -79,6 +84,9 @@ def main():
                     r = integrate_bini(system, k=k, z0=res.z, lam=lam, z_prior=res.z, max_iter=R.max_rounds,
                                        tol=R.tol, cg_rtol=R.inner_rtol, cg_maxiter=cfg.solver.maxiter,
                                        solver=R.solver, hierarchy=h2, bias=bias)
+                elif isinstance(CANDIDATES[cand], Extrapolated):
+                    r = extrapolated_rounds(system, k, res.z, lam, R.max_rounds, R.tol, R.inner_rtol,
+                                            cfg.solver.maxiter, R.solver, h2, bias, CANDIDATES[cand])
                 else:
                     r = banded_rounds(system, k, res.z, lam, R.max_rounds, R.tol, R.inner_rtol, cfg.solver.maxiter,
                                       R.solver, h2, bias, CANDIDATES[cand])
