@@ -130,21 +130,41 @@ def load_input(
             raise FninError(chk.strict_message, npath)
         else:  # explicit convention facing away: the loader's own refusal below (as before)
             chk.chosen, chk.changed = chk.given, False
-    vec = chk.decode(arr, bitdepth)
-    normals, valid = conventions.normalise(vec)  # valid: finite, length within INVALID_TOL of 1
+    normals, valid, nonfinite = _decode_normalise(arr, bitdepth, chk)
     if mask is None:  # NaN/inf are background: count them for a warning
-        nonfinite = int(np.count_nonzero(~valid & ~np.isfinite(vec).all(axis=-1)))
         if nonfinite:
             warnings.append(f"{nonfinite} NaN/inf normals and no mask: treated as background")
     elif np.count_nonzero(mask & ~valid) > INVALID_MAX * np.count_nonzero(mask):
         # too many: the full report (count and likely cause) stops the run unless allowed
-        check_invalid(vec, mask, allow=allow_invalid, source=npath, is_float=bitdepth is None, raw=arr)
+        check_invalid(chk.decode(arr, bitdepth), mask, allow=allow_invalid, source=npath, is_float=bitdepth is None,
+                      raw=arr)
     seconds = time.perf_counter() - t0
     inp = build_input(normals, valid, mask, cam, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
-                      convention=chk.chosen.name)
+                      convention=chk.chosen.name, copy=False)
     inp.warnings[:0] = warnings
     inp.check = dict(chk.as_dict(), seconds=round(seconds, 4))
     return inp
+
+
+# pixels decoded at a time: the float32 temporaries stay small (a whole 24 MP frame at
+# once spent seconds allocating them; docs/decisions.md#input-path)
+DECODE_CHUNK = 1 << 20
+
+
+def _decode_normalise(arr: np.ndarray, bitdepth, chk) -> tuple[np.ndarray, np.ndarray, int]:
+    """(unit normals float32 (H, W, 3), valid (H, W), count of non-finite vectors) of a
+    raw map under the check's chosen decoding, a band of rows at a time."""
+    h, w = arr.shape[:2]
+    normals = np.empty((h, w, 3), np.float32)
+    valid = np.empty((h, w), bool)
+    nonfinite = 0
+    step = max(1, DECODE_CHUNK // max(1, w))
+    for r in range(0, h, step):
+        vec = chk.decode(arr[r:r + step], bitdepth)
+        if bitdepth is None:
+            nonfinite += int(np.count_nonzero(~np.isfinite(vec).all(axis=-1)))
+        normals[r:r + step], valid[r:r + step] = conventions.normalise(vec, inplace=True)
+    return normals, valid, nonfinite
 
 
 def parse_channels(channels) -> tuple:
@@ -182,12 +202,13 @@ def _check_layout(arr: np.ndarray, bitdepth, npath) -> np.ndarray:
 
 
 def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=None, source="<array>",
-                bitdepth=None, convention="ps") -> Input:
+                bitdepth=None, convention="ps", copy: bool = True) -> Input:
     """Validate arrays (internal-frame normals) into an :class:`Input`.
 
     ``K``: a 3x3 array, a K.txt path, an already validated :class:`Camera`, or None
     (orthographic, ``pixel_size`` units per pixel). ``convention`` names the decoding
-    the normals came from (``Input.convention``, and the facing-away message)."""
+    the normals came from (``Input.convention``, and the facing-away message). ``copy=False``
+    keeps float32 ``normals`` themselves (no 24 MP copy) when the caller made them."""
     shape = normals.shape[:2]
     if valid is None:
         normals, valid = conventions.normalise(np.asarray(normals, np.float32))
@@ -232,7 +253,7 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
             f"(now '{convention}'): {conventions.FLIP_HINT}", source)
     if bitdepth == 8:
         warnings.append("8-bit normal map: quantisation limits accuracy (about 0.5 degree); prefer 16-bit or EXR")
-    return Input(normals.astype(np.float32), m, cam, source, bitdepth, warnings, convention)
+    return Input(normals.astype(np.float32, copy=copy), m, cam, source, bitdepth, warnings, convention)
 
 
 # ------------------------------------------------------------------ integration
