@@ -35,12 +35,13 @@ SEED = 30          # issue 30
 MESHES = ("boot", "koala")
 
 
-def render_case(folder: Path, h: int, w: int, meshes_dir) -> int:
-    """Write the view into ``folder``; returns the number of masked pixels."""
+def render_case(folder: Path, h: int, w: int, meshes_dir, radius: float = 0.39) -> int:
+    """Write the view into ``folder``; returns the number of masked pixels. ``radius``:
+    the first object's radius as a fraction of the shorter side (0.39: ~24 % masked)."""
     meshes = load_meshes(meshes_dir, names=list(MESHES))
     items = [(n, meshes[n]) for n in MESHES]
     rng = np.random.default_rng(SEED)
-    r0 = 0.39 * min(h, w)                  # first object's radius in pixels
+    r0 = radius * min(h, w)                # first object's radius in pixels
     D0 = 1500.0                            # mm
     f = r0 * D0 / 75.0                     # 150 mm across
     K = np.array([[f, 0, (w - 1) / 2], [0, f, (h - 1) / 2], [0, 0, 1.0]])

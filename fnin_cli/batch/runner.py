@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
+from ..downsample import downsample_input
 from ..errors import FninError
 from ..io.formats import probe_shape
 from ..io.layout import find_in_folder
@@ -281,15 +282,23 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
         raise FninError("file not found", npath)
     shape = probe_shape(npath)
     mesh_out = "mesh" in job.outputs
+    ds = options.downsample
+    mask = options.mask
     if shape is not None:
         io.check_size(shape, npath)
-        check_memory(shape, options.method, npath, mesh_out, workers)
+        # the masked pixels decide the memory: read the mask now (once; the loader gets the array)
+        mask_path = mask if mask is not None else (find_in_folder(Path(job.input))[1]
+                                                   if Path(job.input).is_dir() else None)
+        if mask_path is not None:
+            mask = io.read_mask(mask_path, shape)
+        check_memory(shape, options.method, npath, mesh_out, workers,
+                     pixels=int(mask.sum()) if mask is not None else 0, downsample=ds)
     K = options.K
     if options.fx is not None:
         if shape is None:  # no cheap header: read it (the loader reads it again; rare)
             shape = io.read_array(npath)[0].shape[:2]
         K = _make_K(options, shape)
-    inp = load_input(job.input, mask=options.mask, K=K, ortho=options.ortho,
+    inp = load_input(job.input, mask=mask, K=K, ortho=options.ortho,
                      pixel_size=options.pixel_size, convention=options.convention, channels=options.channels,
                      float_encoding=options.float_encoding, allow_invalid=options.allow_invalid)
     rec["convention"] = inp.convention
@@ -297,13 +306,21 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
         secs["check"] = inp.check["seconds"]
     if options.fx is not None:
         inp.source = str(npath)
+    full_shape, full_pixels = inp.shape, int(inp.mask.sum())
+    if ds > 1:
+        inp = downsample_input(inp, ds)
+        rec["downsample"] = ds
+        rec["input_shape"] = list(full_shape)
     rec["shape"] = list(inp.shape)
     rec["camera"] = "perspective" if inp.camera.perspective else "orthographic"
     rec["pixels"] = int(inp.mask.sum())
-    if shape is None:  # header was not probed: check with the real size now
-        check_memory(inp.shape, options.method, npath, mesh_out, workers, rec["pixels"])
-    if options.depth_at is not None:
-        r, c, d = options.depth_at
+    # again with the valid normals known (the map's own mask when no mask file was given)
+    check_memory(full_shape, options.method, npath, mesh_out, workers, full_pixels, ds)
+    depth_at = options.depth_at
+    if depth_at is not None and ds > 1:   # the block holding the given full-resolution pixel
+        depth_at = (depth_at[0] // ds, depth_at[1] // ds, depth_at[2])
+    if depth_at is not None:
+        r, c, d = depth_at
         h, w = inp.shape
         if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
             raise FninError(f"--depth-at pixel (row {r}, col {c}) is not inside the mask of this "
@@ -316,7 +333,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     secs["load"] = round(time.perf_counter() - t, 4)
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
-                    mean_depth=options.mean_depth, depth_at=options.depth_at, model=_STATE["model"],
+                    mean_depth=options.mean_depth, depth_at=depth_at, model=_STATE["model"],
                     network_side=options.network_side,
                     stage=None if status is None else status.stage,
                     progress=None if status is None else status.iteration)
@@ -463,7 +480,8 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 
 
 def record_json(rec: dict) -> dict:
-    """The record as printed by --json (no traceback; stable key order)."""
+    """The record as printed by --json (no traceback; stable key order; ``downsample`` and
+    ``input_shape`` (the map's own size) only with --downsample)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
             "seconds", "scale_note", "warnings", "peak_rss_mb", "convention")
-    return {k: rec.get(k) for k in keys}
+    return {k: rec.get(k) for k in keys} | {k: rec[k] for k in ("downsample", "input_shape") if k in rec}

@@ -94,6 +94,9 @@ def integrate_cmd(
     json_out: bool = typer.Option(False, "--json", help="one JSON object per input on stdout"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="parallel worker processes (outputs identical to --jobs 1)"),
     threads: int = typer.Option(1, "--threads", help="compute threads per worker (results depend only on this)"),
+    downsample: int = typer.Option(1, "--downsample", help="integrate at 1/N of the size: normals averaged over NxN "
+                                   "blocks wholly inside the mask, outputs at the reduced size (a quick look at a "
+                                   "huge map)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only errors and warnings on stderr"),
     debug: bool = typer.Option(False, "--debug", help="print tracebacks of failures"),
 ):
@@ -107,7 +110,7 @@ def integrate_cmd(
             device=device.lower(), network_side=network_side, model=None if model is None else str(model),
             mean_depth=mean_depth,
             depth_at=None if depth_at is None else parse_depth_at(depth_at), colors=colors, cut=cut, force=force,
-            debug=debug, threads=threads,
+            debug=debug, threads=threads, downsample=downsample,
         ).check()
     except UsageError as exc:
         _die(str(exc))
