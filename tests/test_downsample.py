@@ -101,3 +101,23 @@ def test_refusal_names_masked_pixels_estimate_free_memory_and_downsample(monkeyp
     # enough memory: no refusal
     monkeypatch.setattr(memory, "available_memory", lambda: 64 * 2**30)
     memory.check_memory((4000, 6000), "fnin", "big.png", True, 1, pixels=5_750_000)
+
+
+def test_preview_of_a_large_map_is_computed_on_the_decimated_grid():
+    from fnin_cli.batch.preview import preview_image
+
+    h, w = 2000, 3000
+    cam = Camera(np.array([[2500.0, 0, 1499.5], [0, 2500.0, 999.5], [0, 0, 1]]))
+    s = paraboloid((h, w), cam, 10.0, -1e-6)
+    img = preview_image(s.normals.astype(np.float32), s.depth.astype(np.float32), None, cam, s.support)
+    assert img.shape[0] * img.shape[1] <= 2_300_000      # panels <= 2 MP, plus titles and legend
+    # the shading's normals come from the decimated depth with the decimated camera: exact ones
+    from fnin_cli.batch.preview import _strided
+    from fnin_cli.camera import normals_from_depth
+
+    for c in (cam, Camera(None, 0.5)):
+        surf = s if c is cam else paraboloid((h, w), c, 10.0, -1e-6)
+        got = normals_from_depth(surf.depth[::3, ::3], _strided(c, 3))[1:-1, 1:-1]
+        ok = np.isfinite(got).all(-1)
+        assert ok.mean() > 0.9
+        assert np.abs(got - surf.normals[::3, ::3][1:-1, 1:-1])[ok].max() < 1e-3

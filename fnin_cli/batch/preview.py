@@ -13,6 +13,7 @@ from ..conventions import from_internal
 # ------------------------------------------------------------------ preview picture
 
 PREVIEW_SIDE = 1024
+PREVIEW_PIXELS = 2_000_000   # the three panels together at most this many pixels (before cropping)
 TITLE_HEIGHT = 16      # strip above the panels: their titles
 LEGEND_HEIGHT = 30     # strip below: the depth colour bar and the discontinuity colour
 MIN_PANEL_WIDTH = 150  # narrow panels are widened (background) so that their labels fit
@@ -26,10 +27,11 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
     """Three panels side by side (uint8 RGB): the input normals (file colours), the
     integrated surface shaded by a light at the camera, and the depth (near = bright,
     histogram-equalised)
-    with discontinuities (weight > 0.5) in red. Large maps are decimated to ~1024 px and
-    the panels are cropped to the object."""
+    with discontinuities (weight > 0.5) in red. Large maps are decimated (every step-th
+    pixel: at most 1024 px a side and 2 MP for the three panels; the shading's normals too,
+    not from the full-resolution depth) and the panels are cropped to the object."""
     h, w = mask.shape
-    step = max(1, int(np.ceil(max(h, w) / PREVIEW_SIDE)))
+    step = max(1, int(np.ceil(max(h, w) / PREVIEW_SIDE)), int(np.ceil(np.sqrt(3 * h * w / PREVIEW_PIXELS))))
     m = mask[::step, ::step]
     n_in = normals[::step, ::step].astype(np.float64)
 
@@ -39,7 +41,7 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
 
     # 2: shading of the normals of the integrated depth (input normals where undefined)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_out = normals_from_depth(depth.astype(np.float64), camera)[::step, ::step]
+        n_out = normals_from_depth(depth[::step, ::step].astype(np.float64), _strided(camera, step))
     bad = ~np.isfinite(n_out).all(-1)
     n_out[bad] = n_in[bad]
     light = _LIGHT / np.linalg.norm(_LIGHT)
@@ -77,6 +79,17 @@ def preview_image(normals, depth, discontinuity, camera, mask) -> np.ndarray:
     dfin = depth[mask & np.isfinite(depth)]
     span = (float(dfin.min()), float(dfin.max())) if dfin.size else None
     return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, discontinuity is not None)
+
+
+def _strided(camera, step: int):
+    """The camera of the image ``img[::step, ::step]`` (pixel u' is pixel step u')."""
+    if step == 1:
+        return camera
+    if camera.K is None:
+        return type(camera)(None, camera.pixel_size * step)
+    K = camera.K.copy()
+    K[:2] /= step
+    return type(camera)(K, camera.pixel_size)
 
 
 def _widen(p: np.ndarray) -> np.ndarray:
