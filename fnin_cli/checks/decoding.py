@@ -385,12 +385,15 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     given = given_decoding(convention, channels, float_encoding)
     is_float = bitdepth is None and raw.dtype.kind == "f"
     if mask is None:
-        # the length does not depend on signs or channel order: the default ones will do
-        vec = decode(raw, bitdepth, Decoding(float_encoding=given.float_encoding))
-        with np.errstate(invalid="ignore", over="ignore"):
-            sq = np.einsum("...i,...i->...", vec, vec)
-            mask = np.isfinite(sq) & (sq > 0.01)  # finite, length > 0.1
-        del vec, sq
+        # the length does not depend on signs or channel order: the default ones will do;
+        # a band of rows at a time (no full-size float array)
+        mask = np.empty(raw.shape[:2], bool)
+        step = max(1, (1 << 20) // max(1, raw.shape[1]))
+        for r in range(0, raw.shape[0], step):
+            vec = decode(raw[r:r + step], bitdepth, Decoding(float_encoding=given.float_encoding))
+            with np.errstate(invalid="ignore", over="ignore"):
+                sq = np.einsum("...i,...i->...", vec, vec)
+                mask[r:r + step] = np.isfinite(sq) & (sq > 0.01)  # finite, length > 0.1
     mask = np.asarray(mask, bool)
     valid = int(mask.sum())
 
