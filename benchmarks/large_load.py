@@ -4,7 +4,8 @@ Renders two validation meshes (boot and koala, from ``--meshes``) into a perspec
 ``--size`` view (default 6000x4000, about 5.5 M masked pixels) with exact normals, writes
 it as a DiLiGenT-layout folder (16-bit ``normal_map.png``, ``mask.png``, ``K.txt``) in
 ``--out`` (default: a temporary folder; the big files are never committed), then runs
-``fnin integrate DIR --json`` ``--repeat`` times in fresh processes and prints the
+``fnin integrate DIR --json`` ``--repeat`` times in fresh processes (``fnin_cli`` as
+found on PYTHONPATH, not the current folder: compare trees with PYTHONPATH=...) and prints the
 seconds of its "load" and "check" stages, the whole call's wall time and peak RSS.
 
 Usage::
@@ -73,7 +74,7 @@ def main():
         t = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "fnin_cli.cli", "integrate", str(case), "-o",
                               str(case.parent / "depth.npy"), "--force", "--quiet", "--json", *extra],
-                             check=True, capture_output=True, text=True).stdout
+                             check=True, capture_output=True, text=True, cwd=case.parent).stdout
         wall = time.perf_counter() - t
         rec = json.loads(out)
         rec = rec[0] if isinstance(rec, list) else rec.get("results", [rec])[0] if "results" in rec else rec

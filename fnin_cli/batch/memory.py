@@ -5,6 +5,7 @@ is::
 
     BASE (the interpreter, plus torch and the model for the network methods)
     + BYTES_LOAD x image pixels           (the raw map, the float32 normals, the mask)
+    + BYTES_NETWORK_IMAGE x image pixels  (network methods: the edge net; after --downsample)
     + (method bytes + BYTES_MESH) x masked pixels   (after --downsample, if any)
 
 checked against measured peaks from 0.3 to 24 MP (studies/memory-estimate/: every
@@ -19,13 +20,15 @@ from ..errors import FninError
 from ..resources import available_memory, rss_kb
 from ..solvers.registry import BY_NAME, REGISTRY
 
-# Peak bytes (studies/memory-estimate/README.md, measured with VmHWM, rounded up): the
-# process before any input (torch and the model loaded for the network methods), per
-# image pixel (reading and decoding), per masked pixel for a mesh; each method's own per
-# masked pixel is in solvers/registry.py.
-BASE_NETWORK = 900 * 2**20
-BASE_CLASSIC = 300 * 2**20
-BYTES_LOAD = 60
+# Peak bytes (studies/memory-estimate/README.md: fitted to VmHWM peaks from 0.3 to 24 MP,
+# then raised ~15-20 %): the process before any input (the interpreter; torch and the
+# model for the network methods), per image pixel (reading, decoding, the float32 normals;
+# the network methods' edge net on the frame adds BYTES_NETWORK_IMAGE), per masked pixel
+# for a mesh; each method's own per masked pixel is in solvers/registry.py.
+BASE_NETWORK = 400 * 2**20
+BASE_CLASSIC = 120 * 2**20
+BYTES_LOAD = 48
+BYTES_NETWORK_IMAGE = 24
 BYTES_MESH = 150
 DOWNSAMPLE_MAX = 16   # the largest --downsample the refusal suggests
 
@@ -43,8 +46,12 @@ def estimate_bytes(shape, method: str, mesh: bool = True, pixels: int | None = N
     n = h * w if pixels is None else int(pixels)
     m = BY_NAME.get(method)
     per = (m.bytes_per_pixel if m else max(x.bytes_per_pixel for x in REGISTRY)) + (BYTES_MESH if mesh else 0)
-    base = BASE_NETWORK if (m is None or m.needs_network) else BASE_CLASSIC
-    return base + h * w * BYTES_LOAD + (n * per) // max(1, int(downsample)) ** 2
+    network = m is None or m.needs_network
+    base = BASE_NETWORK if network else BASE_CLASSIC
+    ds = max(1, int(downsample))
+    # the network's frame is the reduced one with --downsample; the reading is full size
+    image = h * w * BYTES_LOAD + (h // ds) * (w // ds) * (BYTES_NETWORK_IMAGE if network else 0)
+    return base + image + (n * per) // ds**2
 
 
 def check_memory(shape, method: str, path, mesh: bool = True, workers: int = 1, pixels=None,

@@ -118,13 +118,14 @@ def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
 # bini's time, scene by scene, on fresh validation-mesh scenes (docs/decisions.md#default-rounds).
 DEFAULT_ROUNDS = Rounds(16, 1e-3)
 
-# bytes per masked pixel: measured peaks, rounded up (docs/decisions.md#memory-estimates)
+# bytes per masked pixel: measured peaks, raised ~15-20 % (studies/memory-estimate/;
+# fnin-s and fnin-stage1 were not measured and take fnin's)
 REGISTRY = (
-    Method("fnin", _run_fnin, True, 800, "fnin", DEFAULT_ROUNDS),
-    Method("fnin-s", _run_fnin, True, 800, "fnin-s"),
-    Method("bini", _run_bini, False, 700, "bini"),
-    Method("wls", _run_wls, False, 650, "wls (smooth)"),
-    Method("fnin-stage1", _run_fnin, True, 800, "fnin-stage1 (network only, no solve)"),
+    Method("fnin", _run_fnin, True, 650, "fnin", DEFAULT_ROUNDS),
+    Method("fnin-s", _run_fnin, True, 650, "fnin-s"),
+    Method("bini", _run_bini, False, 300, "bini"),
+    Method("wls", _run_wls, False, 300, "wls (smooth)"),
+    Method("fnin-stage1", _run_fnin, True, 650, "fnin-stage1 (network only, no solve)"),
 )
 BY_NAME = {m.name: m for m in REGISTRY}
 METHODS = tuple(BY_NAME)
