@@ -4,9 +4,9 @@ The estimate of a job's peak resident memory (what ``--json`` reports as ``peak_
 is::
 
     BASE (the interpreter, plus torch and the model for the network methods)
-    + BYTES_LOAD x image pixels           (the raw map, the float32 normals, the mask)
-    + BYTES_NETWORK_IMAGE x image pixels  (network methods: the edge net; after --downsample)
-    + (method bytes + BYTES_MESH) x masked pixels   (after --downsample, if any)
+    + BYTES_LOAD x image pixels          (the raw map, the float32 normals, the mask)
+    + (BYTES_FRAME [+ BYTES_NETWORK_FRAME]) x frame pixels   (the map after --downsample)
+    + (method bytes + BYTES_MESH) x masked pixels            (after --downsample, if any)
 
 checked against measured peaks from 0.3 to 24 MP (studies/memory-estimate/: every
 estimate within 1.0-1.5x of the peak). Before reading the map the masked pixels come from
@@ -22,13 +22,15 @@ from ..solvers.registry import BY_NAME, REGISTRY
 
 # Peak bytes (studies/memory-estimate/README.md: fitted to VmHWM peaks from 0.3 to 24 MP,
 # then raised ~15-20 %): the process before any input (the interpreter; torch and the
-# model for the network methods), per image pixel (reading, decoding, the float32 normals;
-# the network methods' edge net on the frame adds BYTES_NETWORK_IMAGE), per masked pixel
-# for a mesh; each method's own per masked pixel is in solvers/registry.py.
+# model for the network methods); per pixel of the map as read (the raw array, the float32
+# normals, the mask); per pixel of the frame integrated (the map after --downsample: the
+# solver's full-frame images, plus the edge net's for the network methods); per masked
+# pixel for a mesh. Each method's own per masked pixel is in solvers/registry.py.
 BASE_NETWORK = 400 * 2**20
 BASE_CLASSIC = 120 * 2**20
-BYTES_LOAD = 48
-BYTES_NETWORK_IMAGE = 24
+BYTES_LOAD = 24
+BYTES_FRAME = 24
+BYTES_NETWORK_FRAME = 24
 BYTES_MESH = 150
 DOWNSAMPLE_MAX = 16   # the largest --downsample the refusal suggests
 
@@ -49,8 +51,8 @@ def estimate_bytes(shape, method: str, mesh: bool = True, pixels: int | None = N
     network = m is None or m.needs_network
     base = BASE_NETWORK if network else BASE_CLASSIC
     ds = max(1, int(downsample))
-    # the network's frame is the reduced one with --downsample; the reading is full size
-    image = h * w * BYTES_LOAD + (h // ds) * (w // ds) * (BYTES_NETWORK_IMAGE if network else 0)
+    # the map is read at full size, the frame integrated is the reduced one with --downsample
+    image = h * w * BYTES_LOAD + (h // ds) * (w // ds) * (BYTES_FRAME + (BYTES_NETWORK_FRAME if network else 0))
     return base + image + (n * per) // ds**2
 
 
