@@ -13,6 +13,7 @@ from fnin_cli.camera import Camera
 from fnin_cli.data.analytic import paraboloid
 from fnin_cli.downsample import downsample_input
 from fnin_cli.errors import FninError
+from fnin_cli.io import read_mask
 from fnin_cli.pipeline import build_input, integrate
 
 from helpers_cli import invoke, write_folder
@@ -121,3 +122,14 @@ def test_preview_of_a_large_map_is_computed_on_the_decimated_grid():
         ok = np.isfinite(got).all(-1)
         assert ok.mean() > 0.9
         assert np.abs(got - surf.normals[::3, ::3][1:-1, 1:-1])[ok].max() < 1e-3
+
+
+def test_depth_at_names_a_full_resolution_pixel_under_downsample(tmp_path):
+    case = write_folder(tmp_path / "case", seed=2, size=96)
+    m = read_mask(case / "mask.png")
+    small = m[:96, :96].reshape(48, 2, 48, 2).all(axis=(1, 3))
+    i, j = np.argwhere(small)[len(np.argwhere(small)) // 2]
+    r = invoke(["integrate", str(case), "-o", str(tmp_path / "d.npy"), "--method", "wls", "--downsample", "2",
+                "--depth-at", f"{2 * i + 1},{2 * j},7.5", "-q"])
+    assert r.exit_code == 0, r.stderr
+    assert np.load(tmp_path / "d.npy")[i, j] == pytest.approx(7.5, rel=1e-5)
