@@ -66,8 +66,11 @@ def check_memory(shape, method: str, path, mesh: bool = True, workers: int = 1, 
     avail = available_memory()
     if avail is None:
         return
-    # the peak includes this process as it is now: only the rest has to be free
-    held = (rss_kb() or 0) * 1024 if workers <= 1 else 0
+    # the estimate's base (interpreter, torch, model) is resident already in this process:
+    # only the rest has to be free
+    m = BY_NAME.get(method)
+    base = BASE_NETWORK if (m is None or m.needs_network) else BASE_CLASSIC
+    held = min(base, (rss_kb() or 0) * 1024) if workers <= 1 else 0
     need = estimate_bytes(shape, method, mesh, pixels, downsample)
     share = avail // max(1, workers)
     if need - held <= share:
