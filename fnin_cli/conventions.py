@@ -60,18 +60,25 @@ def decode(arr: np.ndarray, bitdepth: int | None) -> np.ndarray:
     return arr.astype(np.float32)
 
 
-def normalise(n: np.ndarray, tol: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+def normalise(n: np.ndarray, tol: float = 0.25, inplace: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Unit vectors and the valid set (finite, length within ``1 ± tol``).
 
     Invalid pixels get NaN. The tolerance accepts 8-bit quantisation and slightly
     unnormalised network outputs, and rejects encoded backgrounds (white = (1,1,1)
-    has length 1.73, black and zero likewise).
+    has length 1.73, black and zero likewise). Computed in float32 (a float64 pass
+    took 6.4 s of a 24 MP load; docs/decisions.md#input-path); ``inplace`` reuses ``n``
+    when it is already a float32 array.
     """
+    out = n if inplace and isinstance(n, np.ndarray) and n.dtype == np.float32 else np.array(n, np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
-        length = np.sqrt(np.sum(n.astype(np.float64) ** 2, axis=-1))
-        valid = np.isfinite(length) & (np.abs(length - 1.0) <= tol)
-        out = (n / np.where(valid, length, 1.0)[..., None]).astype(np.float32)
-    out[~valid] = np.nan
+        x, y, z = out[..., 0], out[..., 1], out[..., 2]
+        length = x * x
+        length += y * y
+        length += z * z
+        np.sqrt(length, out=length)
+        valid = np.abs(length - np.float32(1.0)) <= np.float32(tol)   # False for NaN and inf
+        np.copyto(length, np.float32(np.nan), where=~valid)           # invalid vectors become NaN
+        out /= length[..., None]
     return out, valid
 
 

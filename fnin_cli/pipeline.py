@@ -165,20 +165,19 @@ def load_input(
             raise FninError(chk.strict_message, npath)
         else:  # explicit convention facing away: the loader's own refusal below (as before)
             chk.chosen, chk.changed = chk.given, False
-    vec = chk.decode(arr, bitdepth)
-    normals, valid = conventions.normalise(vec)  # valid: finite, length within INVALID_TOL of 1
+    normals, valid, nonfinite = _decode_normalise(arr, bitdepth, chk)
     if mask is None:  # NaN/inf are background: count them for a warning
-        nonfinite = int(np.count_nonzero(~valid & ~np.isfinite(vec).all(axis=-1)))
         if nonfinite:
             warnings.append(f"{nonfinite} NaN/inf normals and no mask: treated as background")
     elif np.count_nonzero(mask & ~valid) > INVALID_MAX * np.count_nonzero(mask):
         # too many: the full report (count and likely cause) stops the run unless allowed
-        check_invalid(vec, mask, allow=allow_invalid, source=npath, is_float=bitdepth is None, raw=arr)
+        check_invalid(chk.decode(arr, bitdepth), mask, allow=allow_invalid, source=npath, is_float=bitdepth is None,
+                      raw=arr)
     seconds = time.perf_counter() - t0
     with warnings_module.catch_warnings():  # reported below, with the loader's own
         warnings_module.simplefilter("ignore", FninWarning)
         inp = build_input(normals, valid, mask, cam, ortho, pixel_size, source=str(npath), bitdepth=bitdepth,
-                          convention=chk.chosen.name)
+                          convention=chk.chosen.name, copy=False)
     inp.warnings[:0] = [for_caller(w) for w in warnings]   # Python arguments outside the CLI
     inp.check = dict(chk.as_dict(), seconds=round(seconds, 4))
     inp.mask_source, inp.camera_source = mask_source, camera_source
@@ -200,7 +199,7 @@ def check_scale(inp: Input, mean_depth: float | None = None, depth_at: tuple | N
     """The scale/offset anchor of :func:`integrate` (``--mean-depth``, ``--depth-at``)
     against this input: the pixel inside its mask, a positive depth for a perspective
     camera. The one check of these rules; raises :class:`FninError` naming the input."""
-    for r, c, d in _pins(depth_at):   # one pin, or several (each further pin places its own piece)
+    for r, c, d in depth_pins(depth_at):   # one pin, or several (each further pin places its own piece)
         h, w = inp.shape
         if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
             raise FninError(f"--depth-at pixel (row {r}, col {c}) is not inside the mask of this "
@@ -209,6 +208,25 @@ def check_scale(inp: Input, mean_depth: float | None = None, depth_at: tuple | N
             raise FninError(f"--depth-at depth must be positive for a perspective camera, got {d:g}", inp.source)
     if mean_depth is not None and inp.camera.perspective and not mean_depth > 0:
         raise FninError(f"--mean-depth must be positive for a perspective camera, got {mean_depth:g}", inp.source)
+# pixels decoded at a time: the float32 temporaries stay small (a whole 24 MP frame at
+# once spent seconds allocating them; docs/decisions.md#input-path)
+DECODE_CHUNK = 1 << 20
+
+
+def _decode_normalise(arr: np.ndarray, bitdepth, chk) -> tuple[np.ndarray, np.ndarray, int]:
+    """(unit normals float32 (H, W, 3), valid (H, W), count of non-finite vectors) of a
+    raw map under the check's chosen decoding, a band of rows at a time."""
+    h, w = arr.shape[:2]
+    normals = np.empty((h, w, 3), np.float32)
+    valid = np.empty((h, w), bool)
+    nonfinite = 0
+    step = max(1, DECODE_CHUNK // max(1, w))
+    for r in range(0, h, step):
+        vec = chk.decode(arr[r:r + step], bitdepth)
+        if bitdepth is None:
+            nonfinite += int(np.count_nonzero(~np.isfinite(vec).all(axis=-1)))
+        normals[r:r + step], valid[r:r + step] = conventions.normalise(vec, inplace=True)
+    return normals, valid, nonfinite
 
 
 def parse_channels(channels) -> tuple:
@@ -246,12 +264,13 @@ def _check_layout(arr: np.ndarray, bitdepth, npath) -> np.ndarray:
 
 
 def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=None, source="<array>",
-                bitdepth=None, convention="ps") -> Input:
+                bitdepth=None, convention="ps", copy: bool = True) -> Input:
     """Validate arrays (internal-frame normals) into an :class:`Input`.
 
     ``K``: a 3x3 array, a K.txt path, an already validated :class:`Camera`, or None
     (orthographic, ``pixel_size`` units per pixel). ``convention`` names the decoding
-    the normals came from (``Input.convention``, and the facing-away message)."""
+    the normals came from (``Input.convention``, and the facing-away message). ``copy=False``
+    keeps float32 ``normals`` themselves (no 24 MP copy) when the caller made them."""
     shape = normals.shape[:2]
     if valid is None:
         normals, valid = conventions.normalise(np.asarray(normals, np.float32))
@@ -291,7 +310,7 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
         warnings.append("8-bit normal map: quantisation limits accuracy (about 0.5 degree); prefer 16-bit or EXR")
     warnings = [for_caller(w) for w in warnings]
     warn(warnings)
-    return Input(normals.astype(np.float32), m, cam, source, bitdepth, warnings, convention)
+    return Input(normals.astype(np.float32, copy=copy), m, cam, source, bitdepth, warnings, convention)
 
 
 # ------------------------------------------------------------------ integration
@@ -412,7 +431,7 @@ def integrate(
         iterations += r.iterations
     if discontinuity is None or refined:
         discontinuity = weights_to_discontinuity(weights, system.n)
-    pins = _pins(depth_at)
+    pins = depth_pins(depth_at)
     pinned = {}
     if len(pins) > 1:
         z, pinned = _pin(system, z, weights, pins, inp.camera)
@@ -432,7 +451,7 @@ def integrate(
                   (system, weights, placed, pinned))
 
 
-def _pins(depth_at) -> list:
+def depth_pins(depth_at) -> list:
     """``depth_at`` as a list of (row, col, depth): None, one triple, or a list of them."""
     if depth_at is None:
         return []

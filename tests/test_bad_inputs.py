@@ -437,7 +437,8 @@ def test_not_enough_memory_is_refused_up_front(tmp_path, monkeypatch):
     assert_no_escape(r)
     assert r.exit_code == 1
     line = r.stderr.strip()
-    assert line.startswith(f"error: {good}: a 48x48 map needs about ") and "GiB" in line and "available" in line
+    assert line.startswith(f"error: {good}: a 48x48 map with ") and " masked pixels needs about " in line
+    assert "GiB" in line and "free" in line
     assert not target.exists()
 
 

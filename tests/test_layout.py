@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fnin_cli import METHODS
-from fnin_cli.batch.memory import estimate_bytes
+from fnin_cli.batch.memory import (BASE_CLASSIC, BASE_NETWORK, BYTES_FRAME, BYTES_LOAD, BYTES_NETWORK_FRAME,
+                                   estimate_bytes)
 from fnin_cli.io import FORMATS, NORMAL_SUFFIXES, probe_shape
 from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD, NETWORK_METHODS, REGISTRY
 
@@ -24,7 +25,9 @@ def test_registry_is_the_one_method_list():
     assert DEFAULT_METHOD in METHODS and BY_NAME[DEFAULT_METHOD].needs_network
     assert set(NETWORK_METHODS) == {"fnin", "fnin-s", "fnin-stage1"}
     for m in REGISTRY:   # the memory estimate reads every method's bytes per pixel
-        assert estimate_bytes((100, 100), m.name, mesh=False) == 100 * 100 * (60 + m.bytes_per_pixel)
+        base, image = (BASE_NETWORK, BYTES_LOAD + BYTES_FRAME + BYTES_NETWORK_FRAME) if m.needs_network else (
+            BASE_CLASSIC, BYTES_LOAD + BYTES_FRAME)
+        assert estimate_bytes((100, 100), m.name, mesh=False) == base + 100 * 100 * (image + m.bytes_per_pixel)
 
 
 def test_every_format_probes_its_header(tmp_path):

@@ -49,6 +49,7 @@ class Options:
     force: bool = False
     debug: bool = False
     threads: int = 1
+    downsample: int = 1           # --downsample N: integrate at 1/N of the size (fnin_cli/downsample.py)
 
     def check(self) -> "Options":
         """Reject inconsistent option values (UsageError) before any input is read."""
@@ -76,6 +77,8 @@ class Options:
             raise UsageError(f"--network-side must be 16 or more, got {self.network_side}")
         if self.threads < 1:
             raise UsageError(f"--threads must be 1 or more, got {self.threads}")
+        if self.downsample < 1:
+            raise UsageError(f"--downsample must be 1 or more, got {self.downsample}")
         has_f = any(v is not None for v in (self.fx, self.fy, self.cx, self.cy))
         if has_f and self.fx is None:
             raise UsageError("--fy/--cx/--cy need --fx (focal length in pixels)")

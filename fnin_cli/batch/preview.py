@@ -16,6 +16,7 @@ from ..conventions import from_internal
 # ------------------------------------------------------------------ preview picture
 
 PREVIEW_SIDE = 1024
+PREVIEW_PIXELS = 2_000_000   # the three panels together at most this many pixels (before cropping)
 TITLE_HEIGHT = 30      # strip above the panels: the title line, then the panels' titles
 LEGEND_HEIGHT = 60     # strip below: under the depth panel its colour bar, the discontinuity colour, the loose tint
 MIN_PANEL_WIDTH = 150  # narrow panels are widened (background) so that their labels fit
@@ -37,10 +38,11 @@ def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", 
     linear between the ``DEPTH_PERCENTILES`` of the masked depth, clipped beyond) with
     discontinuities (weight > 0.5) in red and the loose pieces (``loose`` > 0, the ids of
     ``Result.loose``) tinted blue. ``title``: the line above the panels (input, method,
-    rounds, camera). Large maps are decimated to ~1024 px and the panels are cropped to
-    the object."""
+    rounds, camera). Large maps are decimated (every step-th pixel: at most 1024 px a side
+    and 2 MP for the three panels; the shading's normals too, not from the full-resolution
+    depth) and the panels are cropped to the object."""
     h, w = mask.shape
-    step = max(1, int(np.ceil(max(h, w) / PREVIEW_SIDE)))
+    step = max(1, int(np.ceil(max(h, w) / PREVIEW_SIDE)), int(np.ceil(np.sqrt(3 * h * w / PREVIEW_PIXELS))))
     m = mask[::step, ::step]
     n_in = normals[::step, ::step].astype(np.float64)
 
@@ -50,7 +52,7 @@ def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", 
 
     # 2: shading of the normals of the integrated depth (input normals where undefined)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_out = normals_from_depth(depth.astype(np.float64), camera)[::step, ::step]
+        n_out = normals_from_depth(depth[::step, ::step].astype(np.float64), _strided(camera, step))
     bad = ~np.isfinite(n_out).all(-1)
     n_out[bad] = n_in[bad]
     light = _LIGHT / np.linalg.norm(_LIGHT)
@@ -102,6 +104,17 @@ def preview_title(inp, res) -> str:
     camera = "perspective" if res.camera.perspective else "orthographic"
     rounds = f"{res.rounds} round{'s' if res.rounds != 1 else ''}"
     return f"{shown} | {res.method}, {rounds} | {camera}"
+
+
+def _strided(camera, step: int):
+    """The camera of the image ``img[::step, ::step]`` (pixel u' is pixel step u')."""
+    if step == 1:
+        return camera
+    if camera.K is None:
+        return type(camera)(None, camera.pixel_size * step)
+    K = camera.K.copy()
+    K[:2] /= step
+    return type(camera)(K, camera.pixel_size)
 
 
 def _widen(p: np.ndarray) -> np.ndarray:

@@ -20,10 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
+from ..downsample import downsample_input
 from ..errors import FninError, FninWarning, use_cli_messages
 from ..io.formats import probe_shape
-from ..io.layout import find_in_folder
-from ..pipeline import integrate, load_input
+from ..io.layout import beside, find_in_folder
+from ..pipeline import depth_pins, integrate, load_input
 from ..resources import PeakMemory, limit_threads
 from ..solvers.registry import BY_NAME
 from .memory import check_memory
@@ -323,35 +324,52 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
         raise FninError("file not found", npath)
     shape = probe_shape(npath)
     mesh_out = "mesh" in job.outputs
+    ds = options.downsample
+    mask = options.mask
+    mask_source = None   # the mask file read here (the loader then gets its array)
     if shape is not None:
         io.check_size(shape, npath)
-        check_memory(shape, options.method, npath, mesh_out, workers)
+        # the masked pixels decide the memory: read the mask now (once; the loader gets the array)
+        mask_path = mask if mask is not None else (find_in_folder(Path(job.input))[1]
+                                                   if Path(job.input).is_dir() else beside(Path(job.input))[0])
+        if mask_path is not None:
+            mask, mask_source = io.read_mask(mask_path, shape), str(mask_path)
+        check_memory(shape, options.method, npath, mesh_out, workers,
+                     pixels=int(mask.sum()) if mask is not None else 0, downsample=ds)
     K = options.K
     if options.fx is not None:
         if shape is None:  # no cheap header: read it (the loader reads it again; rare)
             shape = io.read_array(npath)[0].shape[:2]
         K = _make_K(options, shape)
-    inp = load_input(job.input, mask=options.mask, K=K, ortho=options.ortho,
+    inp = load_input(job.input, mask=mask, K=K, ortho=options.ortho,
                      pixel_size=options.pixel_size, convention=options.convention, channels=options.channels,
                      float_encoding=options.float_encoding, allow_invalid=options.allow_invalid)
     rec["convention"] = inp.convention
     # where the mask and camera came from: a file (--mask/--K, or the input's folder), the
     # --fx/--fy/--cx/--cy options, or none (valid normals; orthographic)
-    rec["mask_source"] = inp.mask_source
+    rec["mask_source"] = mask_source if mask_source is not None else inp.mask_source
     rec["camera_source"] = "--fx/--fy/--cx/--cy" if options.fx is not None else inp.camera_source
     if inp.check is not None:
         secs["check"] = inp.check["seconds"]
     if options.fx is not None:
         inp.source = str(npath)
+    full_shape, full_pixels = inp.shape, int(inp.mask.sum())
+    if ds > 1:
+        inp = downsample_input(inp, ds)
+        rec["downsample"] = ds
+        rec["input_shape"] = list(full_shape)
     rec["shape"] = list(inp.shape)
     rec["camera"] = "perspective" if inp.camera.perspective else "orthographic"
     rec["pixels"] = int(inp.mask.sum())
-    if shape is None:  # header was not probed: check with the real size now
-        check_memory(inp.shape, options.method, npath, mesh_out, workers, rec["pixels"])
+    # again with the valid normals known (the map's own mask when no mask file was given)
+    check_memory(full_shape, options.method, npath, mesh_out, workers, full_pixels, ds)
+    depth_at = options.depth_at
+    if depth_at is not None and ds > 1:   # the block holding each given full-resolution pixel
+        depth_at = [(r // ds, c // ds, d) for r, c, d in depth_pins(depth_at)]
     secs["load"] = round(time.perf_counter() - t, 4)
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
-                    mean_depth=options.mean_depth, depth_at=options.depth_at, model=_STATE["model"],
+                    mean_depth=options.mean_depth, depth_at=depth_at, model=_STATE["model"],
                     network_side=options.network_side,
                     stage=None if status is None else status.stage,
                     progress=None if status is None else status.iteration)
@@ -503,8 +521,9 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 
 
 def record_json(rec: dict) -> dict:
-    """The record as printed by --json (no traceback; stable key order)."""
+    """The record as printed by --json (no traceback; stable key order; ``downsample`` and
+    ``input_shape`` (the map's own size) only with --downsample)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
             "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source",
             "config", "loose_pieces")
-    return {k: rec.get(k) for k in keys}
+    return {k: rec.get(k) for k in keys} | {k: rec[k] for k in ("downsample", "input_shape") if k in rec}

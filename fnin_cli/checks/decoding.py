@@ -102,11 +102,20 @@ def decode(raw: np.ndarray, bitdepth: int | None, decoding: Decoding) -> np.ndar
     arr = np.asarray(raw)[..., :3]
     if decoding.channels == "bgr":
         arr = arr[..., ::-1]
-    vec = conventions.decode(arr, bitdepth)  # a new float32 array: scaled in place below
-    if decoding.float_encoding == "half" and bitdepth is None and arr.dtype.kind not in "ub":
-        vec *= np.float32(2.0)
-        vec -= np.float32(1.0)
-    vec *= np.asarray(decoding.signs, np.float32)
+    # one affine map per channel, in place on a float32 copy: value * scale * sign - sign
+    # (bit for bit conventions.decode, then 2x - 1 for 'half', then the signs: the signs
+    # are +-1, so multiplying by them commutes with the rounding)
+    signs = np.asarray(decoding.signs, np.float32)
+    if bitdepth is not None or arr.dtype.kind in "ub":
+        scale, shift = np.float32(2.0 / float(2 ** (bitdepth or 8) - 1)), True
+    elif decoding.float_encoding == "half":
+        scale, shift = np.float32(2.0), True
+    else:
+        scale, shift = np.float32(1.0), False
+    vec = arr.astype(np.float32)
+    vec *= scale * signs
+    if shift:
+        vec -= signs
     return vec
 
 
@@ -198,9 +207,9 @@ def _block_means(raw: np.ndarray, mask: np.ndarray, k: int):
 class _Grid:
     """Valid blocks of the coarse grid, their rays and the 2x2 cells between them (1-D)."""
 
-    def __init__(self, full: np.ndarray, camera: Camera):
+    def __init__(self, full: np.ndarray, camera: Camera, origin=(0, 0)):
         self.idx = np.flatnonzero(full)
-        r = camera.rays(full.shape).reshape(-1, 3)[self.idx]
+        r = camera.rays(full.shape, origin).reshape(-1, 3)[self.idx]
         self.r = r
         self.rnorm = np.linalg.norm(r, axis=-1)
         if camera.K is not None:
@@ -280,6 +289,17 @@ def integrability_score(normals: np.ndarray, mask: np.ndarray, camera: Camera | 
     means, full = _block_means(np.asarray(normals), mask, k)
     cam = camera.scaled(1.0 / k) if k > 1 else camera
     return _score(means.reshape(-1, 3)[np.flatnonzero(full)], _Grid(full, cam))[0]
+
+
+def _span(any_: np.ndarray, align: int) -> tuple[int, int]:
+    """[start, stop) of the True entries of ``any_``, the start rounded down and the
+    length up to multiples of ``align`` (stop at most the end)."""
+    on = np.flatnonzero(any_)
+    if not on.size:
+        return 0, any_.size
+    start = int(on[0]) // align * align
+    stop = start + -(-(int(on[-1]) + 1 - start) // align) * align
+    return start, min(stop, any_.size)
 
 
 def _block_size(valid: int) -> int:
@@ -368,12 +388,15 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     given = given_decoding(convention, channels, float_encoding)
     is_float = bitdepth is None and raw.dtype.kind == "f"
     if mask is None:
-        # the length does not depend on signs or channel order: the default ones will do
-        vec = decode(raw, bitdepth, Decoding(float_encoding=given.float_encoding))
-        with np.errstate(invalid="ignore", over="ignore"):
-            sq = np.einsum("...i,...i->...", vec, vec)
-            mask = np.isfinite(sq) & (sq > 0.01)  # finite, length > 0.1
-        del vec, sq
+        # the length does not depend on signs or channel order: the default ones will do;
+        # a band of rows at a time (no full-size float array)
+        mask = np.empty(raw.shape[:2], bool)
+        step = max(1, (1 << 20) // max(1, raw.shape[1]))
+        for r in range(0, raw.shape[0], step):
+            vec = decode(raw[r:r + step], bitdepth, Decoding(float_encoding=given.float_encoding))
+            with np.errstate(invalid="ignore", over="ignore"):
+                sq = np.einsum("...i,...i->...", vec, vec)
+                mask[r:r + step] = np.isfinite(sq) & (sq > 0.01)  # finite, length > 0.1
     mask = np.asarray(mask, bool)
     valid = int(mask.sum())
 
@@ -399,13 +422,16 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     # the coarser ones, fine detail survives at the finer one); a candidate's score is its
     # best (lowest) over the scales that keep at least SCALE_MIN_CELLS cells.
     k = _block_size(valid)
-    means, full = _block_means(raw, mask, k)
+    # only the mask's bounding box is averaged, its start on the coarsest block grid, so
+    # every block (at every scale) is the one the whole image would give
+    (r0, r1), (c0, c1) = (_span(mask.any(axis=a), k * 2 ** (SCALES - 1)) for a in (1, 0))
+    means, full = _block_means(raw[r0:r1, c0:c1], mask[r0:r1, c0:c1], k)
     bd = None if is_float else (bitdepth or (16 if raw.dtype.itemsize > 1 else 8))
     levels = []
     kk = k
     for level in range(SCALES):
         cam = camera.scaled(1.0 / kk) if kk > 1 else camera
-        grid = _Grid(full, cam)
+        grid = _Grid(full, cam, (r0 // kk, c0 // kk))
         if level and grid.corners[0].size < SCALE_MIN_CELLS:
             break
         levels.append((grid, means.reshape(-1, 3)[grid.idx]))

@@ -115,6 +115,9 @@ def integrate_cmd(
     jobs: int = typer.Option(1, "--jobs", "-j", help="parallel worker processes (outputs identical to --jobs 1)"),
     threads: int = typer.Option(1, "--threads", help="rarely needed: compute threads per worker "
                                    "(results depend only on this; docs/usage.md)"),
+    downsample: int = typer.Option(1, "--downsample", help="integrate at 1/N of the size: normals averaged over NxN "
+                                   "blocks wholly inside the mask, outputs at the reduced size (a quick look at a "
+                                   "huge map)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only errors and warnings on stderr"),
     debug: bool = typer.Option(False, "--debug", help="print tracebacks of failures"),
     show_config: bool = typer.Option(False, "--show-config", help="print the configuration that would run "
@@ -133,7 +136,7 @@ def integrate_cmd(
             mean_depth=mean_depth,
             depth_at=(None if not depth_at else parse_depth_at(depth_at[0]) if len(depth_at) == 1
                       else tuple(parse_depth_at(d) for d in depth_at)), colors=colors, cut=cut, force=force,
-            debug=debug, threads=threads,
+            debug=debug, threads=threads, downsample=downsample,
         ).check()
     except UsageError as exc:
         die(str(exc))

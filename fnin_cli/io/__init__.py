@@ -11,6 +11,8 @@ target, so a failure never leaves a partial file and never touches an existing o
 - :mod:`.layout` — the file names of a DiLiGenT/BiNI-layout folder.
 - :mod:`.files` — ``check_output`` and ``atomic_path``.
 - :mod:`.depth` — depth maps as 16-bit PNG with their scale in text chunks.
+- :mod:`.pngfile` — PNG decoding and encoding through libpng (imagecodecs).
+- :mod:`.numtext` — rows of numbers as text with numpy (the OBJ writer).
 """
 
 from .files import atomic_path, check_output

@@ -17,15 +17,12 @@ reads all four.
 
 from __future__ import annotations
 
-import io as _bytes_io
-import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import FninError
-from .png_fast import SIGNATURE
+from .pngfile import png_text, write_png
 
 SCALE_KEY = "fnin:depth_scale"
 OFFSET_KEY = "fnin:depth_offset"
@@ -51,36 +48,8 @@ def encode_depth(arr: np.ndarray) -> tuple[np.ndarray, float, float]:
     return out, (hi - lo) / 65534.0, lo
 
 
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-
 def write_depth_png(path, arr: np.ndarray) -> None:
     """Write a float map as a 16-bit grey PNG with its scale and offset in tEXt chunks
     (``path`` is written directly; callers make it atomic)."""
-    import png
-
     values, scale, offset = encode_depth(arr)
-    h, w = values.shape
-    buf = _bytes_io.BytesIO()
-    png.Writer(w, h, greyscale=True, bitdepth=16, compression=6).write(buf, values.reshape(h, w))
-    data = buf.getvalue()
-    ihdr_end = len(SIGNATURE) + 8 + 13 + 4  # signature, IHDR length+type, IHDR data, CRC
-    text = b"".join(_chunk(b"tEXt", f"{k}\0{v}".encode("latin-1"))
-                    for k, v in ((SCALE_KEY, repr(scale)), (OFFSET_KEY, repr(offset)), (NAN_KEY, "0")))
-    with open(path, "wb") as fh:
-        fh.write(data[:ihdr_end] + text + data[ihdr_end:])
-
-
-def png_text(path) -> dict:
-    """The tEXt chunks of a PNG as {key: value}."""
-    import png
-
-    out = {}
-    for kind, data in png.Reader(filename=str(path)).chunks():
-        if kind == b"tEXt" and b"\0" in data:
-            k, v = data.split(b"\0", 1)
-            out[k.decode("latin-1")] = v.decode("latin-1")
-        if kind == b"IDAT":
-            break
-    return out
+    write_png(path, values, text={SCALE_KEY: repr(scale), OFFSET_KEY: repr(offset), NAN_KEY: "0"})

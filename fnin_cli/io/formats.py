@@ -27,7 +27,8 @@ from ..conventions import from_internal
 from ..errors import FninError
 from .depth import OFFSET_KEY, SCALE_KEY, png_text, to_steps, write_depth_png
 from .files import atomic_path, check_output
-from .png_fast import read_png_fast
+from .pngfile import read_png
+from .pngfile import write_png as _write_png_file
 
 MESH_SUFFIXES = (".ply", ".obj", ".stl", ".glb")
 
@@ -45,8 +46,8 @@ def read_array(path, channels=None) -> tuple[np.ndarray, int | None]:
     """Read an image-like file as an (H, W) or (H, W, C) array.
 
     Returns ``(array, bitdepth)``; ``bitdepth`` is 8 or 16 for integer images and
-    ``None`` for float data. PNG goes through pypng, which keeps 16-bit RGB (Pillow,
-    imageio's default PNG plugin, silently drops it to 8 bits). ``channels``: EXR
+    ``None`` for float data. PNG goes through libpng (:mod:`.pngfile`), which keeps
+    16-bit RGB (Pillow, imageio's default PNG plugin, silently drops it to 8 bits). ``channels``: EXR
     channel names to stack, e.g. ``("N.X", "N.Y", "N.Z")`` (EXR files only).
     """
     path = Path(path)
@@ -97,26 +98,7 @@ def check_size(shape, path):
 
 
 def _read_png(path: Path):
-    fast = read_png_fast(path)
-    if fast is not None:
-        check_size(fast[0].shape[:2], path)
-        return fast
-    import png
-
-    reader = png.Reader(filename=str(path))
-    width, height, rows, info = reader.asDirect()
-    check_size((height, width), path)
-    planes = info["planes"]
-    bitdepth = info["bitdepth"]
-    dtype = np.uint16 if bitdepth > 8 else np.uint8
-    arr = np.vstack([np.asarray(r, dtype=dtype) for r in rows])
-    arr = arr.reshape(height, width, planes)
-    if planes == 1:
-        arr = arr[..., 0]
-    if bitdepth not in (8, 16):  # 1/2/4-bit images are rescaled to 8 bits
-        arr = (arr.astype(np.float64) * (255.0 / (2**bitdepth - 1))).round().astype(np.uint8)
-        bitdepth = 8
-    return arr, bitdepth
+    return read_png(path, check_size)
 
 
 def _read_npy(path: Path):
@@ -244,17 +226,7 @@ def _write_exr(path: Path, channels: dict) -> None:
 
 def write_png(path: Path, arr: np.ndarray) -> None:
     """Write uint8/uint16 grey (H, W) or RGB/RGBA (H, W, C) PNG, keeping 16 bits."""
-    import png
-
-    arr = np.ascontiguousarray(arr)
-    bitdepth = 16 if arr.dtype == np.uint16 else 8
-    h, w = arr.shape[:2]
-    planes = 1 if arr.ndim == 2 else arr.shape[2]
-    greyscale = planes in (1, 2)
-    alpha = planes in (2, 4)
-    writer = png.Writer(w, h, greyscale=greyscale, alpha=alpha, bitdepth=bitdepth, compression=6)
-    with open(path, "wb") as fh:
-        writer.write(fh, arr.reshape(h, w * planes))
+    _write_png_file(path, arr)
 
 
 def write_array(path, arr: np.ndarray, force: bool = False) -> Path:

@@ -118,14 +118,15 @@ def _run_fnin(variant: FninVariant, system, inp, a: RunArgs) -> MethodOutput:
     return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None)
 
 
-# bytes per masked pixel: measured peaks, rounded up (docs/decisions.md#memory-estimates)
+# bytes per masked pixel: measured peaks, raised ~15-20 % (studies/memory-estimate/;
+# fnin-s and fnin-stage1 were not measured and take fnin's)
 REGISTRY = (
-    Method("fnin", partial(_run_fnin, FninVariant()), True, 800, "fnin", own_rounds=True),
-    Method("fnin-s", partial(_run_fnin, FninVariant(edges=False, bini_weights=True, edge_prior=False)), True, 800,
+    Method("fnin", partial(_run_fnin, FninVariant()), True, 650, "fnin", own_rounds=True),
+    Method("fnin-s", partial(_run_fnin, FninVariant(edges=False, bini_weights=True, edge_prior=False)), True, 650,
            "fnin-s", rare=True),
-    Method("bini", _run_bini, False, 700, "bini"),
-    Method("wls", _run_wls, False, 650, "wls (smooth)"),
-    Method("fnin-stage1", partial(_run_fnin, FninVariant(solve=False, edge_prior=False)), True, 800,
+    Method("bini", _run_bini, False, 300, "bini"),
+    Method("wls", _run_wls, False, 300, "wls (smooth)"),
+    Method("fnin-stage1", partial(_run_fnin, FninVariant(solve=False, edge_prior=False)), True, 650,
            "fnin-stage1 (network only, no solve)", bench=False, rare=True),
 )
 BY_NAME = {m.name: m for m in REGISTRY}

@@ -1,0 +1,55 @@
+"""``--downsample N``: a quick look at a huge map, integrated at 1/N of its size.
+
+Normals are averaged over N x N blocks and renormalised; the mask keeps the blocks wholly
+inside it (so no block mixes object and background); the camera is the same camera for
+the reduced image (:meth:`Camera.scaled`: f/N, principal point (c + 0.5)/N - 0.5, pixel
+size x N for orthographic). Block (i, j) stands for the full-resolution pixels
+(iN..iN+N-1, jN..jN+N-1); every output (depth, mesh, preview) is at the reduced size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import FninError
+
+
+def downsample_input(inp, factor: int):
+    """The :class:`~fnin_cli.pipeline.Input` at 1/``factor`` of its size (see the module docstring).
+
+    Examples
+    --------
+    >>> from fnin_cli import load_input, integrate            # doctest: +SKIP
+    >>> small = downsample_input(load_input("huge.png", mask="mask.png"), 4)
+    >>> res = integrate(small)                                 # depth at a quarter of the size
+    """
+    from .pipeline import build_input
+
+    n = int(factor)
+    if n < 1:
+        raise FninError(f"--downsample must be 1 or more, got {factor}")
+    if n == 1:
+        return inp
+    h, w = inp.shape
+    hc, wc = h // n, w // n
+    if hc < 2 or wc < 2:
+        raise FninError(f"--downsample {n} leaves a {wc}x{hc} map of a {w}x{h} one; use a smaller factor",
+                        inp.source)
+    mask = inp.mask[:hc * n, :wc * n]
+    full = mask.reshape(hc, n, wc, n).all(axis=(1, 3))
+    if not full.any():
+        raise FninError(f"--downsample {n}: no {n}x{n} block lies wholly inside the mask; use a smaller factor",
+                        inp.source)
+    sums = np.zeros((hc, wc, 3), np.float64)
+    nrm = inp.normals[:hc * n, :wc * n]
+    for j in range(n):          # a row of each block at a time: no full-resolution temporary
+        sums += nrm[j::n].reshape(hc, wc, n, 3).sum(axis=2, dtype=np.float64)
+    length = np.linalg.norm(sums, axis=-1)
+    valid = full & (length > 0)            # the mean of unit normals, renormalised (any length)
+    normals = (sums / np.where(valid, length, np.nan)[..., None]).astype(np.float32)
+    small = build_input(normals, valid, full, inp.camera.scaled(1.0 / n), source=inp.source,
+                        convention=inp.convention, copy=False)
+    small.bitdepth = inp.bitdepth
+    small.warnings[:0] = list(inp.warnings)
+    small.check = inp.check
+    return small
