@@ -111,6 +111,9 @@ class RoundsConfig:
     # with fold_cos: this logit pulls both ends of each fold edge towards it (keeps the
     # fold joined); 0: the prior is only taken off (studies/fold-or-jump)
     fold_join: float = 0.0
+    # with fold_cos: a fold also needs both sides' normals to lean the same way along the
+    # edge's axis (two surfaces turning away from each other are a jump) (studies/fold-or-jump)
+    fold_same_side: bool = False
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

@@ -502,7 +502,8 @@ def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAU
     bias = edge_prior(system, edge_p, scale) if scale is not None and edge_p is not None else None
     if bias is not None and config.rounds.fold_cos is not None:
         # a steep fold is not a jump: no edge prior across it (studies/fold-or-jump)
-        bias = fold_prior(system, bias, config.rounds.fold_cos, config.rounds.fold_join)
+        bias = fold_prior(system, bias, config.rounds.fold_cos, config.rounds.fold_join,
+                          config.rounds.fold_same_side)
     k = config.rounds.k if bias is not None and config.rounds.k is not None else config.solver.k
     return bias, float(k)
 

@@ -37,18 +37,26 @@ def view_cosine(system: NormalSystem) -> np.ndarray:
     return np.abs(system.a_u) / K[0, 0] / np.sqrt(r2)
 
 
-def fold_edges(system: NormalSystem, cos_max: float) -> tuple:
+def fold_edges(system: NormalSystem, cos_max: float, same_side: bool = False) -> tuple:
     """(horizontal, vertical) booleans over the system's edges (``hp``-``hq``, ``vp``-``vq``):
-    True where both pixels' normals are within ``cos_max`` of grazing (:func:`view_cosine`)."""
+    True where both pixels' normals are within ``cos_max`` of grazing (:func:`view_cosine`)
+    and, with ``same_side``, their components along the edge's axis have the same sign (the
+    surface keeps falling the same way: a fold; two surfaces turning away from each other,
+    a limb against a body, do not)."""
     c = view_cosine(system)
-    return (np.maximum(c[system.hp], c[system.hq]) < cos_max,
-            np.maximum(c[system.vp], c[system.vq]) < cos_max)
+    out = []
+    for p, q, n in ((system.hp, system.hq, system.nx), (system.vp, system.vq, system.ny)):
+        f = np.maximum(c[p], c[q]) < cos_max
+        out.append(f & (n[p] * n[q] > 0) if same_side else f)
+    return tuple(out)
 
 
-def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0.0) -> dict:
+def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0.0,
+               same_side: bool = False) -> dict:
     """The rounds' per-axis logits (:func:`~fnin_cli.solvers.bini.bini_weights`' ``bias``)
     with the prior taken off every pixel that touches a fold edge on that axis, plus
-    ``join`` pulling both ends of each fold edge towards it.
+    ``join`` pulling both ends of each fold edge towards it (``same_side``: see
+    :func:`fold_edges`).
 
     On an edge p -> q (q the next pixel on the axis) the weight of q towards p is
     sigmoid(... + bias[q]) and that of p towards q is 1 - sigmoid(... + bias[p]): joining
@@ -65,7 +73,7 @@ def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0
     >>> b["u"].tolist()
     [3.0, -1.0, 0.0, 1.0]
     """
-    h, v = fold_edges(system, cos_max)
+    h, v = fold_edges(system, cos_max, same_side)
     out = {}
     for axis, fold, p, q in (("u", h, system.hp, system.hq), ("v", v, system.vp, system.vq)):
         touched = np.zeros(system.n, bool)

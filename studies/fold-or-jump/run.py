@@ -34,6 +34,14 @@ CONFIGS = {
     "fold30": {"config": rounds(fold_cos=0.3)},                    # prior off at folds
     "join30": {"config": rounds(fold_cos=0.3, fold_join=2.0)},     # off, and held joined
 }
+# the second rule (README "Second rule"), after fold30/join30 were not adopted: a fold
+# also needs both sides to lean the same way along the edge's axis
+SECOND = {
+    "today": {"config": DEFAULT},
+    "joinS30": {"config": rounds(fold_cos=0.3, fold_join=2.0, fold_same_side=True)},
+    "joinS30w": {"config": rounds(fold_cos=0.3, fold_join=1.0, fold_same_side=True)},
+    "joinS20": {"config": rounds(fold_cos=0.2, fold_join=2.0, fold_same_side=True)},
+}
 SUITE_SEED = 31_003                  # fresh error draws for the real-like suite
 MESH_SEED0 = VAL_SEED0 + 3_133_000   # fresh validation-mesh scenes
 
@@ -49,11 +57,14 @@ if __name__ == "__main__":
     ap.add_argument("--out", required=True)
     ap.add_argument("--suite-seed", type=int, default=SUITE_SEED)
     ap.add_argument("--mesh-seed0", type=int, default=MESH_SEED0)
+    ap.add_argument("--configs", choices=["first", "second"], default="first")
     ap.add_argument("--data", default="/work/shared/data/diligent")
     ap.add_argument("--bini", default=os.path.join(HERE, "..", "trust-rounds", "results", "diligent_adopted.json"),
                     help="a `fnin bench diligent --methods default,bini,wls --json` record (bini is unchanged)")
     args = ap.parse_args()
     tr.CONFIGS.clear()           # trust-rounds' script table, not a package global
+    if args.configs == "second":
+        CONFIGS = SECOND
     tr.CONFIGS.update(CONFIGS)
     with threadpool_limits(1):
         import torch
