@@ -104,16 +104,6 @@ class RoundsConfig:
     # neighbour trusts are moved to where their neighbours' normals put them; 0: off
     # (docs/decisions.md#sliver-reattach)
     reattach_pixels: int = 16
-    # fold or jump: edges whose two pixels' normals are both within this cosine of grazing
-    # are a steep fold, not a jump, and lose the edge prior there (BiNI's own weights
-    # decide); None: off (studies/fold-or-jump)
-    fold_cos: float | None = None
-    # with fold_cos: this logit pulls both ends of each fold edge towards it (keeps the
-    # fold joined); 0: the prior is only taken off (studies/fold-or-jump)
-    fold_join: float = 0.0
-    # with fold_cos: a fold also needs both sides' normals to lean the same way along the
-    # edge's axis (two surfaces turning away from each other are a jump) (studies/fold-or-jump)
-    fold_same_side: bool = False
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

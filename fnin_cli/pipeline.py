@@ -27,7 +27,6 @@ from .solvers.bini import integrate_bini
 from .solvers.linear import AMGCache
 from .solvers.pieces import loose_pieces, pin_pieces, reattach_slivers
 from .solvers.registry import DEFAULT_METHOD, METHODS, RunArgs, method_named  # noqa: F401 (METHODS: the API's)
-from .solvers.fold import fold_prior
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
 
@@ -314,6 +313,7 @@ def integrate(
     config: IntegrationConfig | None = None,
     rounds_stop=None,
     rounds_adjust=None,
+    rounds_bias=None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -359,6 +359,9 @@ def integrate(
     rounds_adjust : callable, optional
         ``adjust(z_start, system) -> adjust(round, z, weights) -> z`` for the same rounds
         (``integrate_bini``'s ``adjust``, built from the rounds' start); None: none.
+    rounds_bias : callable, optional
+        ``bias(system, bias) -> bias``: a study's change to the rounds' edge prior (per-axis
+        logits, :func:`rounds_prior`), where there is one; None: the prior as configured.
 
     Returns
     -------
@@ -398,6 +401,8 @@ def integrate(
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
         bias, k = rounds_prior(system, out.edge_p, config)
+        if rounds_bias is not None and bias is not None:
+            bias = rounds_bias(system, bias)
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
                            solver=rounds.solver, hierarchy=hierarchy,
@@ -500,10 +505,6 @@ def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAU
     and k: ``config.rounds.k`` with that prior, else BiNI's own (``config.solver.k``)."""
     scale = config.rounds.edge_prior
     bias = edge_prior(system, edge_p, scale) if scale is not None and edge_p is not None else None
-    if bias is not None and config.rounds.fold_cos is not None:
-        # a steep fold is not a jump: no edge prior across it (studies/fold-or-jump)
-        bias = fold_prior(system, bias, config.rounds.fold_cos, config.rounds.fold_join,
-                          config.rounds.fold_same_side)
     k = config.rounds.k if bias is not None and config.rounds.k is not None else config.solver.k
     return bias, float(k)
 

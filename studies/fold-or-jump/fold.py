@@ -6,13 +6,18 @@ the near side is grazing but the far side need not be. The rounds' edge-net prio
 such a fold and carry the piece behind it away (issue 31); :func:`fold_prior` takes the
 prior off the edges this test calls a fold (BiNI's own weights decide there) and may add a
 logit that keeps them joined.
+
+Measured in the package as ``fnin_cli/solvers/fold.py`` with ``RoundsConfig`` fields
+``fold_cos``, ``fold_join``, ``fold_same_side`` read by ``pipeline.rounds_prior``; not
+adopted (README.md), so moved here unchanged and built through
+``integrate(rounds_bias=FoldPrior(...))``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .system import NormalSystem
+from fnin_cli.solvers.system import NormalSystem
 
 
 def view_cosine(system: NormalSystem) -> np.ndarray:
@@ -52,11 +57,14 @@ def fold_edges(system: NormalSystem, cos_max: float, same_side: bool = False) ->
 
 
 def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0.0,
-               same_side: bool = False) -> dict:
+               same_side: bool = False, prior_scale: float | None = None) -> dict:
     """The rounds' per-axis logits (:func:`~fnin_cli.solvers.bini.bini_weights`' ``bias``)
     with the prior taken off every pixel that touches a fold edge on that axis, plus
     ``join`` pulling both ends of each fold edge towards it (``same_side``: see
-    :func:`fold_edges`).
+    :func:`fold_edges`). ``prior_scale`` (the third rule): the join on each fold edge is
+    scaled by the edge net's belief that the edge is joined, max(w_q->p, w_p->q) from its
+    probabilities sigmoid(bias / prior_scale) (``RoundsConfig.edge_prior``): an edge the
+    net confidently cuts is not pulled back; None: the full join everywhere.
 
     On an edge p -> q (q the next pixel on the axis) the weight of q towards p is
     sigmoid(... + bias[q]) and that of p towards q is 1 - sigmoid(... + bias[p]): joining
@@ -81,6 +89,28 @@ def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0
         touched[q[fold]] = True
         b = np.where(touched, 0.0, bias[axis])
         if join:
-            b = b + join * (np.bincount(q[fold], minlength=system.n) - np.bincount(p[fold], minlength=system.n))
+            pull = np.full(int(fold.sum()), float(join))
+            if prior_scale is not None:
+                def prob(x):
+                    return 0.5 * (1.0 + np.tanh(0.5 * x / prior_scale))
+                joined = np.maximum(prob(bias[axis][q[fold]]), 1.0 - prob(bias[axis][p[fold]]))
+                pull = pull * joined
+            b = b + np.bincount(q[fold], pull, system.n) - np.bincount(p[fold], pull, system.n)
         out[axis] = b
     return out
+
+
+class FoldPrior:
+    """``integrate(rounds_bias=...)``'s callable: :func:`fold_prior` with these settings
+    (what ``RoundsConfig.fold_cos``, ``fold_join`` and ``fold_same_side`` were)."""
+
+    def __init__(self, cos_max: float, join: float = 0.0, same_side: bool = False,
+                 prior_scale: float | None = None):
+        self.cos_max, self.join, self.same_side, self.prior_scale = cos_max, join, same_side, prior_scale
+
+    def __call__(self, system: NormalSystem, bias: dict) -> dict:
+        return fold_prior(system, bias, self.cos_max, self.join, self.same_side, self.prior_scale)
+
+    def __repr__(self) -> str:
+        return (f"FoldPrior(cos_max={self.cos_max}, join={self.join}, same_side={self.same_side}, "
+                f"prior_scale={self.prior_scale})")
