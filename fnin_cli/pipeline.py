@@ -332,6 +332,7 @@ def integrate(
     config: IntegrationConfig | None = None,
     rounds_stop=None,
     rounds_adjust=None,
+    rounds_bias=None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -377,6 +378,9 @@ def integrate(
     rounds_adjust : callable, optional
         ``adjust(z_start, system) -> adjust(round, z, weights) -> z`` for the same rounds
         (``integrate_bini``'s ``adjust``, built from the rounds' start); None: none.
+    rounds_bias : callable, optional
+        ``bias(system, bias) -> bias``: a study's change to the rounds' edge prior (per-axis
+        logits, :func:`rounds_prior`), where there is one; None: the prior as configured.
 
     Returns
     -------
@@ -416,6 +420,8 @@ def integrate(
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
         bias, k = rounds_prior(system, out.edge_p, config)
+        if rounds_bias is not None and bias is not None:
+            bias = rounds_bias(system, bias)
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                            tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
                            solver=rounds.solver, hierarchy=hierarchy,
