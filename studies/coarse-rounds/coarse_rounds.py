@@ -7,7 +7,7 @@ unknown is carried to every fine pixel (nearest coarse pixel, 2x2 constant) and 
 rounds follow at full resolution; candidates (nc, nf) against ``nf`` fine rounds alone,
 on development scenes from the training meshes (seeds 777000 + i)::
 
-    python benchmarks/coarse_rounds.py FIRST LAST [SIZE [OUT]]   # scenes FIRST..LAST-1, 384 px
+    python studies/coarse-rounds/coarse_rounds.py FIRST LAST [SIZE [OUT]]   # scenes FIRST..LAST-1, 384 px
 """
 import sys, time, json, numpy as np, torch
 from scipy import ndimage
@@ -79,4 +79,4 @@ with limit_threads(1):
         print(s, {k: (round(v[0], 4), round(v[1], 2)) for k, v in rec.items()}, flush=True)
 keys = list(next(iter(res_all.values())))
 print({k: (round(float(np.mean([r[k][0] for r in res_all.values()])), 4), round(float(sum(r[k][1] for r in res_all.values())), 2)) for k in keys})
-json.dump(res_all, open(sys.argv[4] if len(sys.argv) > 4 else "benchmarks/results/coarse_rounds_dev.json", "w"), indent=1)
+json.dump(res_all, open(sys.argv[4] if len(sys.argv) > 4 else "studies/coarse-rounds/results/coarse_rounds_dev.json", "w"), indent=1)

@@ -10,7 +10,7 @@ beside ``bini`` and the default, on scenes rendered from the validation meshes a
 development seeds (VAL_SEED0 + 1,200,000 on; a diagnosis for the next training target,
 it chooses nothing)::
 
-    python benchmarks/weight_oracle_meshes.py [--scenes 16] [--size 384] [--out benchmarks/results/weight_oracle_meshes.json]
+    python studies/context-edge-net/weight_oracle_meshes.py [--scenes 16] [--size 384] [--out studies/context-edge-net/results/weight_oracle_meshes.json]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def main():
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--scenes", type=int, default=16)
     ap.add_argument("--size", type=int, default=384)
-    ap.add_argument("--out", default="benchmarks/results/weight_oracle_meshes.json")
+    ap.add_argument("--out", default="studies/context-edge-net/results/weight_oracle_meshes.json")
     a = ap.parse_args()
     torch.set_num_threads(1)
     meshes = validation_meshes(a.meshes)

@@ -5,14 +5,15 @@ before rounds, the shared AMG hierarchy, the edge-net prior and its k) on fresh 
 meshes, records each round's per-object error and time, and ``bini`` beside it; then
 applies the rule written down before the measurement. Usage::
 
-    python benchmarks/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--width W] [--out results.json] [--seed0 N] [--cost scene-mean|sum]
-    python benchmarks/default_rounds.py --records results.json --cost sum   # the rule on recorded trajectories
-    python benchmarks/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
-    python benchmarks/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
-    python benchmarks/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
-    python benchmarks/default_rounds.py --compare-sweeps    # docs/decisions.md#amg-smoother
-    python benchmarks/default_rounds.py --compare-rebuild   # docs/decisions.md#rounds-rebuild
-    python benchmarks/default_rounds.py --compare-refresh-never   # docs/decisions.md#refresh-every
+    python studies/default-rounds/default_rounds.py [--meshes DIR] [--scenes 16] [--size 384] [--width W] [--out results.json] [--seed0 N] [--cost scene-mean|sum]
+    python studies/default-rounds/default_rounds.py --records results.json --cost sum   # the rule on recorded trajectories
+    python studies/default-rounds/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
+    python studies/default-rounds/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
+    python studies/default-rounds/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
+    python studies/default-rounds/default_rounds.py --compare-sweeps    # docs/decisions.md#amg-smoother
+    python studies/default-rounds/default_rounds.py --compare-rebuild   # docs/decisions.md#rounds-rebuild
+    python studies/default-rounds/default_rounds.py --compare-refresh-never   # docs/decisions.md#refresh-every
+    python studies/default-rounds/default_rounds.py --check   # before measuring: the trajectory is integrate's, the rule's cost per scene
 """
 
 from __future__ import annotations
@@ -116,6 +117,34 @@ def apply_rule(records, cost: str = "scene-mean"):
             "cost": cost, "candidates": table, "chosen": chosen}
 
 
+def check(meshes) -> None:
+    """The script's own checks, run before a measurement (they were tests once; tests do
+    not import studies): the trajectory follows ``pipeline.integrate``'s rounds (a
+    drifted trajectory once chose the rounds on k = 2 where the pipeline ran k = 3), and
+    the stop-27 rule's cost is the mean of per-scene ratios, not the ratio of sums."""
+    global MAX_ROUNDS, TOLS
+    from fnin_cli.solvers.registry import DEFAULT_ROUNDS
+
+    sc = make_mesh_scene(5, meshes, 48, noise=False)
+    _, steps, _ = trajectory(sc, DEFAULT_ROUNDS.max_rounds)
+    kept = next(i for i in range(1, len(steps))
+                if steps[i][1] < DEFAULT_ROUNDS.tol or steps[i][3] or i == DEFAULT_ROUNDS.max_rounds)
+    res = integrate(build_input(sc.normals, None, sc.mask, sc.K))
+    assert res.rounds == kept, (res.rounds, kept)
+    assert steps[kept][2] == object_error(res.z, sc, sc.K is not None)
+    # (cumulative round seconds, energy change, error, fixed point): 2 rounds cost 1 s more
+    saved, (MAX_ROUNDS, TOLS) = (MAX_ROUNDS, TOLS), ((0, 2), (0.0,))
+    try:
+        steps = [(0.0, float("inf"), 0.3, False), (0.5, 0.1, 0.25, False), (1.0, 0.1, 0.2, False)]
+        records = [{"one_shot": 0.2, "steps": steps, "bini": (2.0, 0.3)},     # 2 rounds: 0.6x here
+                   {"one_shot": 0.2, "steps": steps, "bini": (40.0, 0.3)}]    # and 0.03x here
+        assert apply_rule(records, "sum")["chosen"]["max_rounds"] == 2             # 0.057x of the sum
+        assert apply_rule(records, "scene-mean")["chosen"]["max_rounds"] == 0      # 0.315x per scene: over the cap
+    finally:
+        MAX_ROUNDS, TOLS = saved
+    print("checks passed: the trajectory stops where integrate does, with its error; the cost is per scene")
+
+
 def compare_default(meshes, scenes: int, size: int, out: str, constant: str, candidates: dict, seed0: int = SEED0,
                     module=None, refine=None, width: int | None = None):
     """The default with ``<module>.<constant>`` (default ``pipeline``) at each of
@@ -167,24 +196,29 @@ def main():
     ap.add_argument("--compare-sweeps", action="store_true")
     ap.add_argument("--compare-rebuild", action="store_true")
     ap.add_argument("--compare-refresh-never", action="store_true")
+    ap.add_argument("--check", action="store_true", help="the script's own checks (a small mesh scene), then exit")
     a = ap.parse_args()
     import torch
 
     torch.set_num_threads(1)
+    if a.check:   # the training meshes suffice: the check chooses nothing
+        from fnin_cli.data.mesh_scenes import load_meshes
+
+        return check(load_meshes(a.meshes))
     meshes = validation_meshes(a.meshes)
     if a.compare_stage2:   # shipped then: None
         with limit_threads(1):
-            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/stage2_before_rounds.json",
+            compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/stage2_before_rounds.json",
                             "STAGE2_BEFORE_ROUNDS", {"shipped": None, "candidate": 1e-3})
         return
     if a.compare_refine_rtol:
         with limit_threads(1):
-            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/refine_rtol.json",
+            compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/refine_rtol.json",
                             "REFINE_RTOL", {"1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2})
         return
     if a.compare_refresh:   # fresh scenes: seeds no earlier choice used
         with limit_threads(1):
-            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/refresh_every.json",
+            compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/refresh_every.json",
                             "REFRESH_EVERY", {"1": 1, "2": 2, "3": 3}, seed0=SEED0 + 100_000)
         return
     if a.compare_sweeps:    # fresh scenes again; the default, then the one-shot
@@ -192,18 +226,18 @@ def main():
 
         with limit_threads(1):
             for refine, name in ((None, "default"), (0, "one_shot")):
-                compare_default(meshes, a.scenes, a.size, a.out or f"benchmarks/results/vcycle_sweeps_{name}.json",
+                compare_default(meshes, a.scenes, a.size, a.out or f"studies/default-rounds/results/vcycle_sweeps_{name}.json",
                                 "VCYCLE_SWEEPS", {"symmetric": "symmetric", "one-each": "one-each"},
                                 seed0=SEED0 + 200_000, module=linear, refine=refine)
         return
     if a.compare_rebuild:   # fresh scenes at the size of the issue's time targets
         with limit_threads(1):
-            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/rounds_rebuild.json",
+            compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/rounds_rebuild.json",
                             "REBUILD_AFTER", {"never": None, "6": 6, "8": 8}, seed0=a.seed0, width=a.width)
         return
     if a.compare_refresh_never:   # with the rebuilds, at the size of the issue's time targets
         with limit_threads(1):
-            compare_default(meshes, a.scenes, a.size, a.out or "benchmarks/results/refresh_never.json",
+            compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/refresh_never.json",
                             "REFRESH_EVERY", {"3": 3, "never": None}, seed0=a.seed0, width=a.width)
         return
     if a.records:   # the rule again, on recorded trajectories (e.g. --cost sum on an earlier file)
@@ -211,7 +245,7 @@ def main():
             summary = apply_rule(json.load(fh)["records"], a.cost)
         print("chosen", summary["chosen"])
         return
-    a.out = a.out or "benchmarks/results/default_rounds.json"
+    a.out = a.out or "studies/default-rounds/results/default_rounds.json"
     records = []
     with limit_threads(1):
         # untimed warm-up (the model's load and torch's first call), as `fnin bench` does:

@@ -1,8 +1,8 @@
 """An edge-net candidate against the shipped weights on fresh real-mesh and procedural
-scenes, by the rule of docs/studies/cpu-mesh-edge-net.md (the bounds of
+scenes, by the rule of studies/cpu-mesh-edge-net/README.md (the bounds of
 ``edge_sharpness.passes``); each study names its fresh seeds (offsets from VAL_SEED0)::
 
-    python benchmarks/edge_candidate.py CANDIDATE.safetensors [--scenes 24] [--size 384] [--out PATH]
+    python studies/edge-net/edge_candidate.py CANDIDATE.safetensors [--scenes 24] [--size 384] [--out PATH]
         [--mesh-offset 900000] [--proc-offset 90000]
 """
 
@@ -33,7 +33,7 @@ def main():
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--scenes", type=int, default=24)
     ap.add_argument("--size", type=int, default=384)
-    ap.add_argument("--out", default="benchmarks/results/edge_candidate_cpu_meshes.json")
+    ap.add_argument("--out", default="studies/cpu-mesh-edge-net/results/edge_candidate_cpu_meshes.json")
     ap.add_argument("--mesh-offset", type=int, default=900_000, help="first validation-mesh scene: VAL_SEED0 + this")
     ap.add_argument("--proc-offset", type=int, default=90_000, help="first procedural scene: VAL_SEED0 + this")
     a = ap.parse_args()

@@ -8,7 +8,7 @@ default on 24 scenes rendered from the validation meshes (per-object error of
 validation metric, ``data.synthetic.relative_error``), candidates interleaved per scene;
 then the rule written down before the run::
 
-    python benchmarks/edge_sharpness.py [--scenes 24] [--size 384] [--out benchmarks/results/edge_sharpness_meshes.json]
+    python studies/edge-sharpness/edge_sharpness.py [--scenes 24] [--size 384] [--out studies/edge-sharpness/results/edge_sharpness_meshes.json]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def apply_rule(summary: dict) -> float:
 
 
 def main():
-    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/edge_sharpness_meshes.json", scenes=24, dev=False)
+    a = parse_args(__doc__.splitlines()[0], "studies/edge-sharpness/results/edge_sharpness_meshes.json", scenes=24, dev=False)
     torch.set_num_threads(1)
     meshes = validation_meshes(a.meshes)
     rec = evaluate({str(c): (c, None) for c in CANDIDATES}, meshes, a.scenes, a.size, MESH_SEED0, PROC_SEED0)

@@ -5,7 +5,7 @@ edge-net features and spectral channel mix and with the candidate's, interleaved
 view, memory released before each run as ``fnin bench`` does, best of ``--repeat`` on
 one thread; reports seconds, page faults and whether the depth maps are identical::
 
-    python benchmarks/fresh_pages.py [--meshes DIR] [--repeat 3] [--out benchmarks/results/fresh_pages.json]
+    python studies/fresh-pages/fresh_pages.py [--meshes DIR] [--repeat 3] [--out studies/fresh-pages/results/fresh_pages.json]
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default="benchmarks/results/fresh_pages.json")
+    ap.add_argument("--out", default="studies/fresh-pages/results/fresh_pages.json")
     a = ap.parse_args()
     torch.set_num_threads(1)
     rec = run(a.meshes, a.repeat)

@@ -8,7 +8,7 @@ common cut edges, if at least ``min_support`` of those edges (and ``min_count``)
 On scenes rendered from the *training* meshes, it prints the one-shot's and the default's
 (8 rounds from that start) per-object error with and without it, against bini's::
 
-    python benchmarks/piece_reattach.py 777008 16 384 '{"a": {}, "t5": {"tau": 0.5}}'
+    python studies/piece-reattach/piece_reattach.py 777008 16 384 '{"a": {}, "t5": {"tau": 0.5}}'
 """
 
 from __future__ import annotations

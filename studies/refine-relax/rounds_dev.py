@@ -8,8 +8,8 @@ that raises BiNI's energy is replaced by the plain one. ``ks`` gives BiNI's k fo
 first rounds (softer starts). Prints the mean per-object error against bini's after each
 of the CHECK rounds::
 
-    python benchmarks/rounds_dev.py 777000 12 '{"plain": {}, "b15": {"beta": 1.5}, "and2": {"anderson": 2}}' '[4, 8, 12, 16]'
-    python benchmarks/rounds_dev.py 777000 12 '{"plain": {}, "soft1": {"ks": [1.0]}}' '[4, 8, 12]'
+    python studies/refine-relax/rounds_dev.py 777000 12 '{"plain": {}, "b15": {"beta": 1.5}, "and2": {"anderson": 2}}' '[4, 8, 12, 16]'
+    python studies/refine-relax/rounds_dev.py 777000 12 '{"plain": {}, "soft1": {"ks": [1.0]}}' '[4, 8, 12]'
 """
 
 from __future__ import annotations

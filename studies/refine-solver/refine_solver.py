@@ -10,12 +10,12 @@ first round and refreshed in the next, as pipeline.integrate's rounds do); all t
 tolerance, 1e-3. ``--no-prior`` puts the
 prior back at 0, as BiNI's own rounds (what --refine did before).
 
-    python benchmarks/refine_solver.py --data ../shared/data/diligent --rounds 6 --solvers jacobi,amg \
-        --json benchmarks/results/refine_solver.json
-    python benchmarks/refine_solver.py --synthetic 8 --res 384 --rounds 6 --solvers jacobi,amg \
-        --json benchmarks/results/refine_solver_synthetic.json
-    python benchmarks/refine_solver.py --synthetic 4 --res 384 --rounds 12 --solvers amg,amg-refresh \
-        --json benchmarks/results/refine_hierarchy.json       # docs/decisions.md#refine-hierarchy
+    python studies/refine-solver/refine_solver.py --data ../shared/data/diligent --rounds 6 --solvers jacobi,amg \
+        --json studies/refine-solver/results/refine_solver.json
+    python studies/refine-solver/refine_solver.py --synthetic 8 --res 384 --rounds 6 --solvers jacobi,amg \
+        --json studies/refine-solver/results/refine_solver_synthetic.json
+    python studies/refine-solver/refine_solver.py --synthetic 4 --res 384 --rounds 12 --solvers amg,amg-refresh \
+        --json studies/refine-solver/results/refine_hierarchy.json       # docs/decisions.md#refine-hierarchy
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ today's rounds, the configurations in a rotated order per scene (none always pay
 scene's first run), one thread: per-object error on the mesh scenes, ``relative_error``
 on the procedural ones, seconds of each run::
 
-    python benchmarks/rounds_edge_prior.py [--scenes 48] [--out benchmarks/results/rounds_edge_prior.json]
+    python studies/rounds-edge-prior/rounds_edge_prior.py [--scenes 48] [--out studies/rounds-edge-prior/results/rounds_edge_prior.json]
 
 ``--dev SEED`` runs the same comparison on scenes from the *training* meshes and
 procedural scenes from SEED (a development look; no choice).
@@ -39,7 +39,7 @@ def apply_rule(summary: dict):
 
 
 def main():
-    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/rounds_edge_prior.json")
+    a = parse_args(__doc__.splitlines()[0], "studies/rounds-edge-prior/results/rounds_edge_prior.json")
     torch.set_num_threads(1)
     names = ["off"] + [str(c) for c in CANDIDATES]
     seeds, meshes = scene_sets(a, MESH_SEED0, PROC_SEED0)

@@ -6,7 +6,7 @@ never used for a choice), runs FNIN's one-shot and then 24 BiNI rounds with a fi
 error of ``default_rounds.object_error`` after 2, 4, 8, 12, 16 and 24 rounds, with
 ``bini`` (k = 2 from its own start) beside it::
 
-    python benchmarks/rounds_k.py [--scenes 6] [--out benchmarks/results/rounds_k_dev.json]
+    python studies/rounds-k/rounds_k.py [--scenes 6] [--out studies/rounds-k/results/rounds_k_dev.json]
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--scenes", type=int, default=6)
-    ap.add_argument("--out", default="benchmarks/results/rounds_k_dev.json")
+    ap.add_argument("--out", default="studies/rounds-k/results/rounds_k_dev.json")
     a = ap.parse_args()
     torch.set_num_threads(1)
     meshes = {k: v for k, v in load_meshes(a.meshes).items() if not is_validation(k)}

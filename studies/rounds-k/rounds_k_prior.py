@@ -7,7 +7,7 @@ from ``VAL_SEED0 + 2_300_000``, 48 procedural ones from ``VAL_SEED0 + 230_000``,
 the default with each k, the configurations in a rotated order per scene, one thread
 (``rounds_edge_prior.evaluate``)::
 
-    python benchmarks/rounds_k_prior.py [--scenes 48] [--out benchmarks/results/rounds_k_prior.json]
+    python studies/rounds-k/rounds_k_prior.py [--scenes 48] [--out studies/rounds-k/results/rounds_k_prior.json]
 
 ``--dev SEED`` runs the same comparison on scenes from the *training* meshes and
 procedural scenes from SEED (a development look; no choice).
@@ -38,7 +38,7 @@ def apply_rule(summary: dict):
 
 
 def main():
-    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/rounds_k_prior.json")
+    a = parse_args(__doc__.splitlines()[0], "studies/rounds-k/results/rounds_k_prior.json")
     torch.set_num_threads(1)
     names = ["off"] + [str(c) for c in CANDIDATES]
     seeds, meshes = scene_sets(a, MESH_SEED0, PROC_SEED0)

@@ -6,7 +6,7 @@ On fresh validation-mesh scenes (64 from ``VAL_SEED0 + 2_500_000``, 384 px), per
 (the objects of ``default_rounds.object_errors``): ``bini`` and the default with each k,
 the configurations in a rotated order per scene, one thread::
 
-    python benchmarks/rounds_k_robust.py [--scenes 64] [--out benchmarks/results/rounds_k_robust.json]
+    python studies/rounds-k/rounds_k_robust.py [--scenes 64] [--out studies/rounds-k/results/rounds_k_robust.json]
         [--size H --width W --seed0 N]   # the stop-26 re-run: 512 x 612 from VAL_SEED0 + 3_300_000
 """
 
@@ -47,7 +47,7 @@ def apply_rule(summary: dict, today: float = 3.0):
 
 
 def main():
-    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/rounds_k_robust.json", scenes=64, dev=False,
+    a = parse_args(__doc__.splitlines()[0], "studies/rounds-k/results/rounds_k_robust.json", scenes=64, dev=False,
                    seed0=SEED0)
     torch.set_num_threads(1)
     meshes = validation_meshes(a.meshes)

@@ -7,7 +7,7 @@ each candidate threshold and today's (off) interleaved per scene, one thread: th
 one-shot and the default on the mesh scenes (per-object error), the one-shot on the
 procedural ones, and the seconds of the three runs::
 
-    python benchmarks/sliver_gate.py [--scenes 48] [--out benchmarks/results/sliver_gate.json]
+    python studies/sliver-gate/sliver_gate.py [--scenes 48] [--out studies/sliver-gate/results/sliver_gate.json]
 
 ``--dev SEED`` runs the same comparison on scenes from the *training* meshes and
 procedural scenes from SEED (the development look before the rule; no choice).
@@ -48,7 +48,7 @@ def apply_rule(summary: dict):
 
 
 def main():
-    a = parse_args(__doc__.splitlines()[0], "benchmarks/results/sliver_gate.json")
+    a = parse_args(__doc__.splitlines()[0], "studies/sliver-gate/results/sliver_gate.json")
     torch.set_num_threads(1)
     a_now = stage2.EDGE_SHARPNESS
     configs = {"off": (a_now, None, None), **{str(t): (a_now, None, t) for t in CANDIDATES}}

@@ -14,8 +14,8 @@ The prior sits at the true unknown (``truth``: what a piece cut loose keeps) or 
 uniform-weights solution (``wls``: what the normals alone say; the fair one, since the
 offset of a piece cut loose inside an object is not in the normals)::
 
-    python benchmarks/sliver_oracle.py [--first 777000] [--scenes 40] [--size 384] [--T 2]
-        [--json benchmarks/results/sliver_oracle.json]
+    python studies/sliver-gate/sliver_oracle.py [--first 777000] [--scenes 40] [--size 384] [--T 2]
+        [--json studies/sliver-gate/results/sliver_oracle.json]
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def main():
     ap.add_argument("--scenes", type=int, default=40)
     ap.add_argument("--size", type=int, default=384)
     ap.add_argument("--T", type=float, default=2.0)
-    ap.add_argument("--json", default="benchmarks/results/sliver_oracle.json")
+    ap.add_argument("--json", default="studies/sliver-gate/results/sliver_oracle.json")
     a = ap.parse_args()
     meshes = split_meshes(str(DEFAULT_MESH_DIR))
     rec = {"mesh": [], "procedural": []}

@@ -6,7 +6,7 @@ On 32 fresh validation-mesh scenes at 612x512 (from ``VAL_SEED0 + 2_600_000``), 
 one-shot (``integrate(inp, refine=0)``) with each tolerance and with ``solver="direct"``,
 one thread, after one untimed warm-up: per-object error and seconds::
 
-    python benchmarks/solve_rtol_meshes.py [--scenes 32] [--out benchmarks/results/solve_rtol_meshes.json]
+    python studies/stage2-solver/solve_rtol_meshes.py [--scenes 32] [--out studies/stage2-solver/results/solve_rtol_meshes.json]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--meshes", default=str(DEFAULT_MESH_DIR))
     ap.add_argument("--scenes", type=int, default=32)
-    ap.add_argument("--out", default="benchmarks/results/solve_rtol_meshes.json")
+    ap.add_argument("--out", default="studies/stage2-solver/results/solve_rtol_meshes.json")
     ap.add_argument("--seed0", type=int, default=SEED0, help="first scene's seed (the rule's: the default)")
     a = ap.parse_args()
     torch.set_num_threads(1)

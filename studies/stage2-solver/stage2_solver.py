@@ -12,7 +12,7 @@ fnin.SOLVE_RTOL is the loosest tolerance whose mean MADE is within 0.1% of the e
 (first among 1e-3 / 3e-4 / 1e-4; with the 1200-step edge net none of those was, and the
 same criterion was carried on to 1e-5 / 1e-6).
 
-    python benchmarks/stage2_solver.py --data ../shared/data/diligent --json benchmarks/results/stage2_solver.json
+    python studies/stage2-solver/stage2_solver.py --data ../shared/data/diligent --json studies/stage2-solver/results/stage2_solver.json
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ bench`` does, after one untimed warm-up on the first view; per view and configur
 the best of the processes counts (seconds, minor page faults), peak memory the largest.
 The views are rendered once, before the processes start::
 
-    python benchmarks/torch_hugepages.py [--meshes DIR] [--repeat 3] [--out benchmarks/results/torch_hugepages.json]
+    python studies/torch-hugepages/torch_hugepages.py [--meshes DIR] [--repeat 3] [--out studies/torch-hugepages/results/torch_hugepages.json]
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--meshes", default=None)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default="benchmarks/results/torch_hugepages.json")
+    ap.add_argument("--out", default="studies/torch-hugepages/results/torch_hugepages.json")
     ap.add_argument("--child", nargs=2, metavar=("VIEWS", "OUT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:

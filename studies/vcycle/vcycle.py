@@ -4,7 +4,7 @@ Builds the AMG hierarchy of one DiLiGenT object's uniform-weight system, wraps i
 in a pyamg ``MultilevelSolver`` (Gauss-Seidel as ``linear.VCYCLE_SWEEPS``, splu at the bottom), checks
 that both V-cycles return the same vector and times one application of each::
 
-    python benchmarks/vcycle.py [--object harvest] [--repeat 100]
+    python studies/vcycle/vcycle.py [--object harvest] [--repeat 100]
 """
 
 from __future__ import annotations
