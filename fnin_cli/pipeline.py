@@ -26,7 +26,7 @@ from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
 
-LAMBDA = 1e-3  # SPEC's prior weight lambda (see classic_lambda for its units)
+LAMBDA = 1e-3  # the prior weight lambda (see classic_lambda for its units; docs/decisions.md#prior-weight)
 
 
 @dataclass
@@ -386,7 +386,7 @@ def rounds_prior(system: NormalSystem, edge_p, bini_k: float | None = None) -> t
 def classic_lambda(camera: Camera, shape) -> float:
     """The tiny definiteness prior of wls/bini in the system's normal units.
 
-    Perspective: SPEC's lambda = 1e-3. Orthographic: lambda with the image scaled to
+    Perspective: lambda = 1e-3 (docs/methods.md#equations). Orthographic: lambda with the image scaled to
     [-1, 1], since an absolute 1e-3 flattened results (docs/decisions.md#prior-weight).
     """
     if camera.perspective:
