@@ -125,13 +125,14 @@ def check(meshes) -> None:
     global MAX_ROUNDS, TOLS
     from fnin_cli.solvers.registry import DEFAULT_ROUNDS
 
-    sc = make_mesh_scene(5, meshes, 48, noise=False)
+    sc = make_mesh_scene(5, meshes, 128, noise=False)   # objects of at least MIN_OBJECT_PIXELS
     _, steps, _ = trajectory(sc, DEFAULT_ROUNDS.max_rounds)
     kept = next(i for i in range(1, len(steps))
                 if steps[i][1] < DEFAULT_ROUNDS.tol or steps[i][3] or i == DEFAULT_ROUNDS.max_rounds)
     res = integrate(build_input(sc.normals, None, sc.mask, sc.K))
     assert res.rounds == kept, (res.rounds, kept)
-    assert steps[kept][2] == object_error(res.z, sc, sc.K is not None)
+    err = object_error(res.z, sc, sc.K is not None)
+    assert steps[kept][2] == err and err == err, (steps[kept][2], err)   # equal, and not NaN
     # (cumulative round seconds, energy change, error, fixed point): 2 rounds cost 1 s more
     saved, (MAX_ROUNDS, TOLS) = (MAX_ROUNDS, TOLS), ((0, 2), (0.0,))
     try:
