@@ -11,7 +11,7 @@ This is the Python API the CLI and the benchmark stand on::
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +21,12 @@ from .camera import Camera
 from .checks import INVALID_MAX, check_decoding, check_invalid
 from .errors import FninError
 from .io.layout import find_in_folder
+from .config import DEFAULT, IntegrationConfig
 from .solvers.bini import integrate_bini
-from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, Rounds, RunArgs
+from .solvers.linear import AMGCache
+from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, RunArgs
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
-
-LAMBDA = 1e-3  # the prior weight lambda (see classic_lambda for its units; docs/decisions.md#prior-weight)
 
 
 @dataclass
@@ -237,29 +237,6 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
 
 # ------------------------------------------------------------------ integration
 
-# --refine's inner solver on every device: a third of Jacobi-PCG's time, no worse
-# (docs/decisions.md#refine-solver).
-REFINE_SOLVER = "amg"
-# the rounds' inner tolerance: BiNI's own (docs/decisions.md#refine-rtol)
-REFINE_RTOL = 1e-3
-# the rounds refresh the AMG hierarchy's coarse operators every k-th round (None: never),
-# the finest every round (docs/decisions.md#refresh-every)
-REFRESH_EVERY = 3
-# a round whose solve took more than this many PCG iterations has the next round build a
-# fresh AMG hierarchy; None: never (docs/decisions.md#rounds-rebuild)
-REBUILD_AFTER = 8
-# Stage II before rounds: None solves it as the one-shot does (SOLVE_RTOL) and the rounds
-# build their own AMG hierarchy; a tolerance solves it to that and the rounds refresh its
-# hierarchy (docs/decisions.md#stage2-before-rounds).
-STAGE2_BEFORE_ROUNDS = 1e-3
-# the rounds after fnin keep the edge net's belief: this times its logits is added to
-# every round's BiNI weights; None: BiNI's own weights (docs/decisions.md#rounds-edge-prior)
-ROUNDS_EDGE_PRIOR = 0.3
-# BiNI's sharpness k in the rounds that carry that prior; None: BiNI's own 2
-# (docs/decisions.md#rounds-k-with-prior, #rounds-k-robust)
-ROUNDS_K = 2.5
-
-
 def integrate(
     inp: Input,
     method: str = DEFAULT_METHOD,
@@ -270,10 +247,11 @@ def integrate(
     model=None,
     solver: str = "auto",
     bini_k: float | None = None,
-    lam: float = LAMBDA,
+    lam: float | None = None,
     progress=None,
     network_side: int | None = None,
     stage=None,
+    config: IntegrationConfig | None = None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -287,7 +265,7 @@ def integrate(
     refine : int, optional
         BiNI IRLS rounds started from the method's result: ``refine`` of them (fewer
         once a round changes nothing, with the same answer), or with None the method's
-        own rounds (``Method.rounds``; for ``fnin``: ``registry.DEFAULT_ROUNDS``).
+        own rounds (``Method.rounds``; for ``fnin``: ``config.rounds``).
         ``refine=0`` with ``fnin`` is the paper's one-shot.
     device : str
         auto, cpu, cuda or mps: where the network of the fnin methods runs.
@@ -297,14 +275,18 @@ def integrate(
     model : FNINet, optional
         A loaded network instead of the bundled weights.
     bini_k : float, optional
-        BiNI's sigmoid sharpness, for ``bini``, ``fnin-s`` and every round; None: 2,
-        and ``ROUNDS_K`` (if set) for the rounds after ``fnin``, which carry the edge
-        net's prior.
+        BiNI's sigmoid sharpness, for ``bini``, ``fnin-s`` and every round; None: the
+        config's (``SolverConfig.k``, and ``RoundsConfig.k`` for the rounds after
+        ``fnin``, which carry the edge net's prior).
+    lam, network_side : optional
+        Shorthands that replace ``SolverConfig.lam`` and ``OneShotConfig.network_side``.
     progress : callable, optional
         ``progress(i)`` after each BiNI iteration (of the bini solve or a refine round).
     stage : callable, optional
         ``stage(name, step, total)`` when a stage starts: "network", "solve" and
         "refine" (step 0 of ``total`` rounds; ``progress`` then counts the rounds).
+    config : IntegrationConfig, optional
+        Every constant of the run (:mod:`fnin_cli.config`); None: ``config.DEFAULT``.
 
     Returns
     -------
@@ -319,21 +301,21 @@ def integrate(
     """
     if method not in METHODS:
         raise FninError(f"unknown method '{method}'; use one of {', '.join(METHODS)}")
+    config = with_overrides(DEFAULT if config is None else config, bini_k, lam, network_side)
     seconds = {}
     t0 = time.perf_counter()
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
     seconds["setup"] = time.perf_counter() - t0
     # lam in the system's units: it only settles what the data leaves free
     # (docs/decisions.md#prior-weight).
-    lam_sys = classic_lambda(inp.camera, inp.shape) * (lam / LAMBDA)
+    lam_sys = classic_lambda(inp.camera, inp.shape, config.solver.lam)
     if stage is not None:
         stage("network" if BY_NAME[method].needs_network else "solve", None, None)
-    rounds = BY_NAME[method].rounds if refine is None else Rounds(int(refine))
-    hierarchy = rounds_hierarchy() if rounds.max_rounds else None
-    shared = rounds.max_rounds and STAGE2_BEFORE_ROUNDS is not None
-    k = 2.0 if bini_k is None else float(bini_k)
-    out = BY_NAME[method].run(system, inp, RunArgs(method, lam_sys, solver, k, device, model, network_side,
-                                                   progress, stage, STAGE2_BEFORE_ROUNDS if shared else None,
+    rounds = BY_NAME[method].rounds(config, refine)
+    hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
+    shared = rounds.max_rounds and rounds.stage2_rtol is not None
+    out = BY_NAME[method].run(system, inp, RunArgs(lam_sys, config, solver, device, model, progress, stage,
+                                                   rounds.stage2_rtol if shared else None,
                                                    hierarchy if shared else None))
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     seconds.update(out.seconds)
@@ -344,9 +326,10 @@ def integrate(
             stage("refine", 0, rounds.max_rounds)
         # the prior stays at the rounds' start: free offsets stay where the method put them
         # (docs/decisions.md#refine-prior).
-        bias, k = rounds_prior(system, out.edge_p, bini_k)
+        bias, k = rounds_prior(system, out.edge_p, config)
         r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
-                           tol=rounds.tol, cg_rtol=REFINE_RTOL, solver=REFINE_SOLVER, hierarchy=hierarchy,
+                           tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
+                           solver=rounds.solver, hierarchy=hierarchy,
                            callback=(lambda i, e, z: progress(i)) if progress else None, bias=bias)
         z, weights, refined = r.z, r.weights, r.iterations
         seconds["refine"] = time.perf_counter() - t1
@@ -366,32 +349,62 @@ def integrate(
                   inp.mask, method, seconds, note, zimg, iterations, warnings, refined)
 
 
-def rounds_hierarchy() -> dict:
-    """The AMG cache the rounds after a method share (with Stage II when it solves before
-    them): ``REFRESH_EVERY`` and ``REBUILD_AFTER`` (:func:`~fnin_cli.solvers.linear.solve_spd`)."""
-    return {"refresh_every": REFRESH_EVERY, "rebuild_after": REBUILD_AFTER}
-
-
-def rounds_prior(system: NormalSystem, edge_p, bini_k: float | None = None) -> tuple:
-    """(bias, k) of the rounds after a method: the edge net's logits times
-    ``ROUNDS_EDGE_PRIOR`` when the method left an edge map ``edge_p`` (else None), and k:
-    ``bini_k`` if given, else ``ROUNDS_K`` with that prior, else BiNI's own 2."""
-    bias = (edge_prior(system, edge_p, ROUNDS_EDGE_PRIOR)
-            if ROUNDS_EDGE_PRIOR is not None and edge_p is not None else None)
+def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,
+                   network_side: int | None = None) -> IntegrationConfig:
+    """``config`` with :func:`integrate`'s shorthands applied: ``bini_k`` BiNI's k
+    everywhere (bini, fnin-s, every round), ``lam`` the prior weight, ``network_side``
+    the network's finest scale (None, 0: the config's own)."""
     if bini_k is not None:
-        return bias, float(bini_k)
-    return bias, ROUNDS_K if bias is not None and ROUNDS_K is not None else 2.0
+        config = replace(config, solver=replace(config.solver, k=float(bini_k)),
+                         rounds=replace(config.rounds, k=float(bini_k)))
+    if lam is not None:
+        config = replace(config, solver=replace(config.solver, lam=float(lam)))
+    if network_side:
+        config = replace(config, one_shot=replace(config.one_shot, network_side=int(network_side)))
+    return config
 
 
-def classic_lambda(camera: Camera, shape) -> float:
-    """The tiny definiteness prior of wls/bini in the system's normal units.
+def run_config(method: str = DEFAULT_METHOD, refine: int | None = None, config: IntegrationConfig | None = None,
+               **overrides) -> dict:
+    """The configuration a run of ``method`` with ``refine`` uses, as a compact dict:
+    the method, the solver constants, the one-shot's (network methods only) and the
+    rounds it runs (absent when none). ``overrides``: :func:`with_overrides`'s.
+    ``fnin integrate --show-config`` prints it; ``--json`` records it under "config".
 
-    Perspective: lambda = 1e-3 (docs/methods.md#equations). Orthographic: lambda with the image scaled to
+    Examples
+    --------
+    >>> run_config("fnin", refine=0)["rounds"] is None
+    True
+    >>> run_config("fnin")["rounds"]["max_rounds"] > 0
+    True
+    """
+    config = with_overrides(DEFAULT if config is None else config, **overrides)
+    m = BY_NAME[method]
+    rounds = m.rounds(config, refine)
+    return {"method": method, "solver": asdict(config.solver),
+            "one_shot": asdict(config.one_shot) if m.needs_network else None,
+            "rounds": asdict(rounds) if rounds.max_rounds else None}
+
+
+def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAULT) -> tuple:
+    """(bias, k) of the rounds after a method: the edge net's logits times
+    ``config.rounds.edge_prior`` when the method left an edge map ``edge_p`` (else None),
+    and k: ``config.rounds.k`` with that prior, else BiNI's own (``config.solver.k``)."""
+    scale = config.rounds.edge_prior
+    bias = edge_prior(system, edge_p, scale) if scale is not None and edge_p is not None else None
+    k = config.rounds.k if bias is not None and config.rounds.k is not None else config.solver.k
+    return bias, float(k)
+
+
+def classic_lambda(camera: Camera, shape, lam: float = DEFAULT.solver.lam) -> float:
+    """The tiny definiteness prior ``lam`` of wls/bini in the system's normal units.
+
+    Perspective: lambda as it is (docs/methods.md#equations). Orthographic: lambda with the image scaled to
     [-1, 1], since an absolute 1e-3 flattened results (docs/decisions.md#prior-weight).
     """
     if camera.perspective:
-        return LAMBDA
-    return LAMBDA * (2.0 / (camera.pixel_size * max(shape))) ** 2
+        return lam
+    return lam * (2.0 / (camera.pixel_size * max(shape))) ** 2
 
 
 def weights_to_discontinuity(weights: dict | None, n: int) -> np.ndarray:

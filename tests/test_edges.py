@@ -77,20 +77,25 @@ def test_cropped_edge_inference_equals_the_whole_frame():
     assert float((crop - whole).abs().max()) < 1e-6
 
 
-def test_edge_weights_are_bini_layout_and_reach_stage2(monkeypatch):
-    monkeypatch.setattr(stage2, "SLIVER_GATE", None)    # paired; the gate: test_sliver_gate.py
+def test_edge_weights_are_bini_layout_and_reach_stage2():
+    from dataclasses import replace
+
+    from fnin_cli.config import DEFAULT
+
+    paired = replace(DEFAULT, one_shot=replace(DEFAULT.one_shot, sliver_gate=None))   # the gate: test_sliver_gate.py
     model = _edge_model()
     sc = make_scene(7, 40, fold_prob=1.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     s = NormalSystem(inp.normals, inp.mask, inp.camera)
     z_img, om, p = inference.network_outputs(model, inp, "cpu")
     assert om is None and p.shape == (2, 40, 40)
-    w = stage2.edge_weights(s, p)
+    w = stage2.edge_weights(s, p, paired.one_shot)
     np.testing.assert_allclose(w["u+"] + w["u-"], 1.0)
-    np.testing.assert_allclose(w["v-"], stage2.sharpen(p[1][inp.mask], stage2.EDGE_SHARPNESS))
-    np.testing.assert_allclose(stage2.edge_weights(s, p, sharpness=1.0)["v-"], p[1][inp.mask])
-    r = integrate(inp, "fnin", model=model, refine=0)       # the one-shot: Stage II alone
-    z, _ = stage2.stage2(s, z_img[inp.mask], None, "fnin", lam=1e-3, solver="amg", weights=w)
+    np.testing.assert_allclose(w["v-"], stage2.sharpen(p[1][inp.mask], DEFAULT.one_shot.edge_sharpness))
+    unsharpened = replace(paired.one_shot, edge_sharpness=1.0)
+    np.testing.assert_allclose(stage2.edge_weights(s, p, unsharpened)["v-"], p[1][inp.mask])
+    r = integrate(inp, "fnin", model=model, refine=0, config=paired)       # the one-shot: Stage II alone
+    z, _ = stage2.stage2(s, z_img[inp.mask], w, lam=1e-3, solver="amg")
     np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
     # without an edge net the attention map still gives the weights
     plain = FNINet(NetConfig()).eval()
@@ -257,7 +262,9 @@ def test_solve_objective_is_the_stage2_error_and_training_lowers_it(tmp_path):
     train(TrainConfig.from_dict({**cfg.to_dict(), "steps": 2}), tmp_path / "solve", out=out)
     md = out.with_name("MODEL_CARD.md").read_text()
     assert "differentiated through the solve" in md and "without gradient" not in md
-    assert f"sliver-gated at t = {stage2.SLIVER_GATE}" in md       # the solve it trained through
+    from fnin_cli.config import DEFAULT
+
+    assert f"sliver-gated at t = {DEFAULT.one_shot.sliver_gate}" in md       # the solve it trained through
     from fnin_cli.train.card import _objective
 
     assert "an object's error above 1.0 counted as 1.0, without gradient" in _objective({**cfg.to_dict(), "solve_cap": 1.0})

@@ -1,8 +1,11 @@
 """FNIN Stage II and the end-to-end fnin / fnin-s methods."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from fnin_cli.config import DEFAULT
 from fnin_cli.data import analytic
 from fnin_cli.model import inference
 from fnin_cli.solvers import stage2
@@ -34,7 +37,9 @@ def test_stage2_with_true_prior_keeps_the_jumps():
     keeps them (the smooth integrator is > 0.3 off on the same scene)."""
     sc, s, gt, wls_err = _jump_scene()
     lam = 1e-3 * s.camera.focal ** 2
-    z, w = stage2.stage2(s, gt.copy(), None, "fnin-s", lam=lam, solver="direct")
+    from fnin_cli.solvers.bini import bini_weights
+
+    z, w = stage2.stage2(s, gt.copy(), bini_weights(s, gt), lam=lam, solver="direct")
     assert relative_error(z, gt) < 0.02 < wls_err
 
 
@@ -51,7 +56,7 @@ def test_stage2_attention_weights_with_true_discontinuity_map():
     # paired: 0.5 where both neighbours along an axis are marked
     w = stage2.attention_weights(s, omega)
     assert set(np.unique(np.concatenate([w[d] for d in DIRECTIONS]))) <= {0.0, 0.5, 1.0}
-    z, _ = stage2.stage2(s, gt + 0.0, omega, "fnin", lam=1e-3 * s.camera.focal ** 2, solver="direct")
+    z, _ = stage2.stage2(s, gt + 0.0, w, lam=1e-3 * s.camera.focal ** 2, solver="direct")
     assert relative_error(z, gt) < 0.05 < wls_err
 
 
@@ -100,27 +105,30 @@ def test_fnin_on_sample_and_refine():
 
 
 def test_auto_solver_is_amg_on_every_device_and_torch_gets_its_tolerance():
-    assert stage2.pick_solver("auto") == ("amg", stage2.SOLVE_RTOL, 5000)
-    assert stage2.pick_solver("torch:cuda") == ("torch:cuda", stage2.GPU_SOLVE_RTOL, stage2.GPU_MAXITER)
+    one = DEFAULT.one_shot
+    assert stage2.pick_solver("auto") == ("amg", one.solve_rtol, 5000)
+    assert stage2.pick_solver("torch:cuda") == ("torch:cuda", one.gpu_solve_rtol, one.gpu_maxiter)
     assert stage2.pick_solver("direct")[0] == "direct"   # an explicit choice is kept
 
 
 def test_gpu_stage2_tolerance_matches_the_exact_solve():
-    """The torch solver (Jacobi-PCG at GPU_SOLVE_RTOL, run here through torch on the CPU)
+    """The torch solver (Jacobi-PCG at OneShotConfig.gpu_solve_rtol, run here through torch on the CPU)
     lands on the exact Stage II solution; a 100x looser tolerance visibly does not."""
     sc = make_scene(21, 96, ortho_prob=0.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     s = NormalSystem(inp.normals, inp.mask, inp.camera)
     z_img, om = inference.stage1(model_weights.load_model(None, "cpu"), inp, "cpu")
     zr = z_img[s.mask]
-    exact, _ = stage2.stage2(s, zr, om, "fnin", lam=1e-3, solver="direct")
+    w = stage2.attention_weights(s, om)
+    exact, _ = stage2.stage2(s, zr, w, lam=1e-3, solver="direct")
+    one = DEFAULT.one_shot
 
     def off(rtol):
-        z, _ = stage2.stage2(s, zr, om, "fnin", lam=1e-3, solver="torch:cpu", rtol=rtol, maxiter=stage2.GPU_MAXITER)
+        z, _ = stage2.stage2(s, zr, w, lam=1e-3, solver="torch:cpu", rtol=rtol, maxiter=one.gpu_maxiter)
         return np.abs((z - z.mean()) - (exact - exact.mean())).mean() / np.abs(exact - exact.mean()).mean()
 
-    assert off(stage2.GPU_SOLVE_RTOL) < 1e-3          # measured 1.9e-4 at 1e-4
-    assert off(100 * stage2.GPU_SOLVE_RTOL) > 5e-3    # measured 1.1e-2 at 1e-2
+    assert off(one.gpu_solve_rtol) < 1e-3          # measured 1.9e-4 at 1e-4
+    assert off(100 * one.gpu_solve_rtol) > 5e-3    # measured 1.1e-2 at 1e-2
 
 
 def test_full_float32_restores_the_cudnn_flags():
@@ -153,9 +161,7 @@ def test_refine_rounds_keep_separate_objects_where_the_method_put_them(monkeypat
     disconnected pieces. The prior now stays at the result the rounds start from, and the
     rounds solve with AMG."""
 
-    from fnin_cli.pipeline import REFINE_SOLVER
-
-    assert REFINE_SOLVER == "amg"
+    assert DEFAULT.rounds.solver == "amg"
     shape = (96, 128)
     K = np.array([[150.0, 0, 64], [0, 150.0, 48], [0, 0, 1]])
     cam = Camera(K)
@@ -165,8 +171,8 @@ def test_refine_rounds_keep_separate_objects_where_the_method_put_them(monkeypat
     inp = build_input(s.normals, None, s.support, K)
     assert not (a.support & b.support).any()
 
-    def offset(refine):
-        d = integrate(inp, "fnin", refine=refine, device="cpu").depth
+    def offset(refine, config=None):
+        d = integrate(inp, "fnin", refine=refine, device="cpu", config=config).depth
         return np.log(np.mean(d[a.support & inp.mask]) / np.mean(d[b.support & inp.mask]))
 
     before = offset(0)
@@ -175,7 +181,4 @@ def test_refine_rounds_keep_separate_objects_where_the_method_put_them(monkeypat
     # have not fully converged (docs/decisions.md#stage2-before-rounds); they stay close
     assert abs(offset(3) - before) < 0.2 * abs(before)
     # with Stage II solved as in the one-shot, the rounds keep the offset exactly
-    from fnin_cli import pipeline
-
-    monkeypatch.setattr(pipeline, "STAGE2_BEFORE_ROUNDS", None)
-    assert abs(offset(3) - before) < 1e-3
+    assert abs(offset(3, replace(DEFAULT, rounds=replace(DEFAULT.rounds, stage2_rtol=None))) - before) < 1e-3

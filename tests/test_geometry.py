@@ -12,7 +12,10 @@ from helpers import (SHAPE, STEP_COL, aligned_error, assert_equal_up_to, camera,
 
 from fnin_cli.data import analytic
 from fnin_cli.camera import Camera, normals_from_depth
-from fnin_cli.pipeline import LAMBDA, build_input, integrate
+from fnin_cli.config import DEFAULT
+from fnin_cli.pipeline import build_input, integrate
+
+LAMBDA = DEFAULT.solver.lam
 from fnin_cli.solvers.bini import integrate_bini
 from fnin_cli.solvers.wls import integrate_wls
 from fnin_cli.solvers.system import NormalSystem

@@ -311,18 +311,19 @@ def test_rounds_teacher_is_binis_weights_at_the_end_of_fnin_and_its_rounds(mesh_
     keys.add(feed.teacher_path(*args, 3, str(other)))                   # other weights, other teacher
     assert len(keys) == 4
     # Stage II's sliver gate changes the rounds' start: a teacher cached without it is another
-    from fnin_cli.solvers import stage2
+    from dataclasses import replace
+
+    from fnin_cli import config
 
     gated, bini = feed.teacher_path(*args, 3, str(DEFAULT_WEIGHTS)), feed.teacher_path(*args)
+    d = config.DEFAULT
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(stage2, "SLIVER_GATE", None)
+        mp.setattr(config, "DEFAULT", replace(d, one_shot=replace(d.one_shot, sliver_gate=None)))
         assert feed.teacher_path(*args, 3, str(DEFAULT_WEIGHTS)) != gated
         assert feed.teacher_path(*args) == bini                          # the bini teacher runs no Stage II
-    # so does the rounds' edge-net prior (pipeline.ROUNDS_EDGE_PRIOR)
-    from fnin_cli import pipeline
-
+    # so does the rounds' edge-net prior (RoundsConfig.edge_prior)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipeline, "ROUNDS_EDGE_PRIOR", None)
+        mp.setattr(config, "DEFAULT", replace(d, rounds=replace(d.rounds, edge_prior=None)))
         assert feed.teacher_path(*args, 3, str(DEFAULT_WEIGHTS)) != gated
         assert feed.teacher_path(*args) == bini                          # nor does it change the bini teacher
     cfg = _tiny(stage="edges", edge_target="rounds", teacher_rounds=3, base="b.safetensors", init_edges="e.safetensors")

@@ -256,7 +256,13 @@ def test_training_is_deterministic_and_matches_model_card(tmp_path, which, monke
     fine-tuning from the edge net it started from, shipped beside it (START). The solve
     objective applies the sliver gate its card names (none: trained before the gate)."""
     card = _shipped_cards()[which]
-    monkeypatch.setattr(stage2, "SLIVER_GATE", card.get("stage2_sliver_gate"))
+    from dataclasses import replace
+
+    from fnin_cli import config
+
+    gate = card.get("stage2_sliver_gate")
+    monkeypatch.setattr(config, "DEFAULT", replace(config.DEFAULT, one_shot=replace(config.DEFAULT.one_shot,
+                                                                                   sliver_gate=gate)))
     cfg = TrainConfig.from_dict(card["train_config"])
     n = 3
     cfg.steps, cfg.val_every, cfg.ckpt_every = n, 10**9, 10**9

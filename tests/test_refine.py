@@ -1,13 +1,16 @@
 """Rounds after a method: the refreshed AMG hierarchy and the default rounds rule."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
 
+from fnin_cli.config import DEFAULT
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.solvers.bini import bini_weights, integrate_bini
-from fnin_cli.solvers.linear import pcg, sa_hierarchy
-from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD, DEFAULT_ROUNDS
+from fnin_cli.solvers.linear import AMGCache, pcg, sa_hierarchy
+from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD
 from fnin_cli.solvers.stage2 import edge_prior
 from fnin_cli.solvers.system import NormalSystem
 
@@ -54,7 +57,7 @@ def test_rounds_with_refreshed_hierarchy_match_fresh_ones(kind):
     errs = {}
     for reuse in (False, True):
         r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
-                           hierarchy={} if reuse else None)
+                           hierarchy=AMGCache() if reuse else None)
         assert r.iterations == 6
         z = system.to_image(r.z)
         errs[reuse] = aligned_error(np.exp(z) if kind == "persp" else z, surf.depth, inp.mask, mode)
@@ -63,10 +66,11 @@ def test_rounds_with_refreshed_hierarchy_match_fresh_ones(kind):
 
 def test_default_rounds_stop_by_rule_and_refine_counts_exactly():
     inp, surf, _, _ = _step_system()
-    assert BY_NAME[DEFAULT_METHOD].rounds == DEFAULT_ROUNDS and DEFAULT_ROUNDS.max_rounds > 0
-    assert all(m.rounds.max_rounds == 0 for m in BY_NAME.values() if m.name != "fnin")
+    assert BY_NAME[DEFAULT_METHOD].rounds(DEFAULT) == DEFAULT.rounds and DEFAULT.rounds.max_rounds > 0
+    assert all(m.rounds(DEFAULT).max_rounds == 0 for m in BY_NAME.values() if m.name != "fnin")
+    assert BY_NAME["wls"].rounds(DEFAULT, 2) == replace(DEFAULT.rounds, max_rounds=2, tol=0.0)
     default = integrate(inp, device="cpu")
-    assert 1 <= default.rounds <= DEFAULT_ROUNDS.max_rounds and "refine" in default.seconds
+    assert 1 <= default.rounds <= DEFAULT.rounds.max_rounds and "refine" in default.seconds
     assert integrate(inp, refine=0, device="cpu").rounds == 0            # the paper's one-shot
     assert integrate(inp, refine=3, device="cpu").rounds == 3            # N rounds, no energy-change stop
     assert integrate(inp, "wls").rounds == 0 and integrate(inp, "wls", refine=2).rounds == 2
@@ -77,13 +81,12 @@ def test_default_rounds_stop_by_rule_and_refine_counts_exactly():
 
 
 def test_default_builds_one_amg_hierarchy_for_stage2_and_its_rounds(monkeypatch):
-    """Stage II before the rounds solves to STAGE2_BEFORE_ROUNDS and leaves its hierarchy
-    to the rounds, which only refresh it (rebuilds after slow rounds switched off here:
-    they have their own test below); the one-shot keeps SOLVE_RTOL."""
-    from fnin_cli import pipeline
-    from fnin_cli.solvers import linear, stage2
+    """Stage II before the rounds solves to RoundsConfig.stage2_rtol and leaves its
+    hierarchy to the rounds, which only refresh it (rebuilds after slow rounds switched off
+    here: they have their own test below); the one-shot keeps OneShotConfig.solve_rtol."""
+    from fnin_cli.solvers import linear
 
-    monkeypatch.setattr(pipeline, "REBUILD_AFTER", None)
+    cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, rebuild_after=None))
 
     built, tols = [], []
     real_build, real_solve = linear.sa_hierarchy, linear.solve_spd
@@ -95,12 +98,12 @@ def test_default_builds_one_amg_hierarchy_for_stage2_and_its_rounds(monkeypatch)
 
     monkeypatch.setattr("fnin_cli.solvers.system.solve_spd", solve_spy)
     inp, _, _, _ = _step_system()
-    res = integrate(inp, device="cpu")
+    res = integrate(inp, device="cpu", config=cfg)
     assert res.rounds >= 1 and len(built) == 1
-    assert tols[0] == pipeline.STAGE2_BEFORE_ROUNDS and all(t == 1e-3 for t in tols[1:])
+    assert tols[0] == cfg.rounds.stage2_rtol and all(t == cfg.rounds.inner_rtol for t in tols[1:])
     built.clear(), tols.clear()
-    integrate(inp, refine=0, device="cpu")
-    assert len(built) == 1 and tols == [stage2.SOLVE_RTOL]
+    integrate(inp, refine=0, device="cpu", config=cfg)
+    assert len(built) == 1 and tols == [cfg.one_shot.solve_rtol]
 
 
 def test_hierarchy_with_only_its_finest_operator_replaced_still_solves_the_new_system():
@@ -125,7 +128,7 @@ def test_hierarchy_with_only_its_finest_operator_replaced_still_solves_the_new_s
 
 @pytest.mark.parametrize("every", [1, 2, 3, None])
 def test_rounds_refresh_the_coarse_operators_every_kth_round(monkeypatch, every):
-    """With hierarchy["refresh_every"] = k the first solve builds the hierarchy, the next
+    """With AMGCache(refresh_every=k) the first solve builds the hierarchy, the next
     refreshes it and then every k-th; the others replace the finest operator only (all of
     them with None)."""
     from fnin_cli.solvers import linear
@@ -137,14 +140,14 @@ def test_rounds_refresh_the_coarse_operators_every_kth_round(monkeypatch, every)
     inp, _, system, lam = _step_system()
     z0 = integrate(inp, "wls").z[inp.mask]
     r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=7, tol=0.0, solver="amg",
-                       hierarchy={"refresh_every": every})
+                       hierarchy=AMGCache(refresh_every=every))
     assert r.iterations == 7
     assert "".join(calls) == "".join("R" if every and (i - 1) % every == 0 else "f" for i in range(1, 7))
 
 
 @pytest.mark.parametrize("after", [0, 2, None])
 def test_a_round_that_took_many_iterations_rebuilds_the_hierarchy(monkeypatch, after):
-    """With hierarchy["rebuild_after"] = m, a round whose PCG took more than m iterations
+    """With AMGCache(rebuild_after=m), a round whose PCG took more than m iterations
     makes the next round build a fresh hierarchy (sa_hierarchy on that round's matrix);
     the others follow the refresh schedule, and None never rebuilds."""
     from fnin_cli.solvers import linear
@@ -163,7 +166,7 @@ def test_a_round_that_took_many_iterations_rebuilds_the_hierarchy(monkeypatch, a
     z0 = integrate(inp, "wls").z[inp.mask]
     events.clear(), its.clear()
     r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
-                       hierarchy={"refresh_every": 1, "rebuild_after": after})
+                       hierarchy=AMGCache(refresh_every=1, rebuild_after=after))
     assert r.iterations == 6 and len(its) == 6
     built = [i for i in range(6) if i == 0 or (after is not None and its[i - 1] > after)]
     assert events == ["B"] * len(built)
@@ -171,23 +174,19 @@ def test_a_round_that_took_many_iterations_rebuilds_the_hierarchy(monkeypatch, a
         assert len(built) == 1 + sum(it > 0 for it in its[:-1]) and len(built) > 1
     # the rebuilt rounds end where the refreshed ones do (the same system, tolerance 1e-3)
     ref = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
-                         hierarchy={"refresh_every": 1})
+                         hierarchy=AMGCache(refresh_every=1))
     assert np.max(np.abs(r.z - ref.z)) < 1e-2 * np.ptp(ref.z)
 
 
-def test_needs_rebuild_reads_the_last_solves_iterations():
-    from fnin_cli.solvers.bini import needs_rebuild
-    from fnin_cli.solvers.linear import SolveInfo
-
-    h = {"rebuild_after": 8}
-    needs_rebuild(h, SolveInfo("amg", 8, 1e-3, 0.0, 0.0))
-    assert "rebuild" not in h
-    needs_rebuild(h, SolveInfo("amg", 9, 1e-3, 0.0, 0.0))
-    assert h["rebuild"] is True
-    h = {"rebuild_after": None}
-    needs_rebuild(h, SolveInfo("amg", 500, 1e-3, 0.0, 0.0))
-    assert "rebuild" not in h
-    needs_rebuild(None, SolveInfo("amg", 500, 1e-3, 0.0, 0.0))   # no hierarchy kept: nothing to do
+def test_amg_cache_rebuilds_after_a_solve_that_took_too_many_iterations():
+    h = AMGCache(rebuild_after=8)
+    h.after_solve(8)
+    assert h.rebuild is False
+    h.after_solve(9)
+    assert h.rebuild is True
+    h = AMGCache(rebuild_after=None)
+    h.after_solve(500)
+    assert h.rebuild is False
 
 
 def test_with_finest_on_a_one_level_hierarchy_factors_the_new_matrix():
@@ -238,21 +237,20 @@ def test_edge_prior_keeps_the_cut_the_plain_rounds_lose(kind):
 
 
 def test_edge_prior_reaches_the_rounds_after_fnin_only(monkeypatch):
-    """pipeline.ROUNDS_EDGE_PRIOR changes the default's rounds (their first weights carry
+    """RoundsConfig.edge_prior changes the default's rounds (their first weights carry
     the edge net's logits) and leaves the one-shot and bini as they were."""
-    import fnin_cli.pipeline as P
     import fnin_cli.solvers.bini as B
 
     inp, _, _, _ = _step_system()
     seen = []
     real = B._weights_and_energy
     monkeypatch.setattr(B, "_weights_and_energy", lambda s, z, k, bias=None: seen.append(bias) or real(s, z, k, bias))
-    monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", None)
-    one_off, default_off = integrate(inp, refine=0).z, integrate(inp, refine=2).z
+    off = replace(DEFAULT, rounds=replace(DEFAULT.rounds, edge_prior=None))
+    one_off, default_off = integrate(inp, refine=0, config=off).z, integrate(inp, refine=2, config=off).z
     assert seen and all(b is None for b in seen)
     seen.clear()
-    monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", 0.5)
-    one_on, default_on = integrate(inp, refine=0).z, integrate(inp, refine=2).z
+    on = replace(DEFAULT, rounds=replace(DEFAULT.rounds, edge_prior=0.5))
+    one_on, default_on = integrate(inp, refine=0, config=on).z, integrate(inp, refine=2, config=on).z
     assert len(seen) == 3 and all(set(b) == {"u", "v"} for b in seen)   # start + 2 rounds
     np.testing.assert_array_equal(one_on, one_off)
     assert not np.array_equal(default_on, default_off)
@@ -262,28 +260,25 @@ def test_edge_prior_reaches_the_rounds_after_fnin_only(monkeypatch):
 
 
 def test_rounds_k_applies_to_the_rounds_that_carry_the_prior(monkeypatch):
-    """pipeline.ROUNDS_K sets BiNI's k of the rounds after fnin (they carry the edge-net
+    """RoundsConfig.k sets BiNI's k of the rounds after fnin (they carry the edge-net
     prior); bini keeps 2, and an explicit bini_k sets every k."""
-    import fnin_cli.pipeline as P
     import fnin_cli.solvers.bini as B
 
     inp, _, _, _ = _step_system()
     ks = []
     real = B._weights_and_energy
     monkeypatch.setattr(B, "_weights_and_energy", lambda s, z, k, bias=None: ks.append((k, bias is None)) or real(s, z, k, bias))
-    monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", 0.3)
-    monkeypatch.setattr(P, "ROUNDS_K", 3.0)
-    integrate(inp, refine=2)
+    cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, edge_prior=0.3, k=3.0))
+    integrate(inp, refine=2, config=cfg)
     assert ks == [(3.0, False)] * 3
     ks.clear()
-    integrate(inp, "bini")
+    integrate(inp, "bini", config=cfg)
     assert ks and all(k == 2.0 and plain for k, plain in ks)
     ks.clear()
-    integrate(inp, refine=2, bini_k=1.5)
+    integrate(inp, refine=2, bini_k=1.5, config=cfg)
     assert ks == [(1.5, False)] * 3
     ks.clear()
-    monkeypatch.setattr(P, "ROUNDS_EDGE_PRIOR", None)                  # no prior: BiNI's own k
-    integrate(inp, refine=2)
+    integrate(inp, refine=2, config=replace(cfg, rounds=replace(cfg.rounds, edge_prior=None)))   # no prior: BiNI's own k
     assert ks == [(2.0, True)] * 3
 
 
@@ -291,12 +286,12 @@ def test_refine_help_names_the_default_rounds():
     from typer.testing import CliRunner
 
     from fnin_cli.cli.app import app
-    from fnin_cli.solvers.registry import Rounds
 
-    assert str(Rounds(12)) == "12 rounds"
-    assert str(Rounds(16, 1e-3)) == "at most 16 rounds, stopping once BiNI's energy changes by less than 0.001"
+    assert str(DEFAULT.rounds.fixed(12)) == "12 rounds"
+    assert str(replace(DEFAULT.rounds, max_rounds=16, tol=1e-3)) == \
+        "at most 16 rounds, stopping once BiNI's energy changes by less than 0.001"
     out = CliRunner().invoke(app, ["integrate", "--help"], env={"COLUMNS": "300"}).output
-    assert f"fnin's own {DEFAULT_ROUNDS}" in " ".join(out.split())
+    assert f"fnin's own {DEFAULT.rounds}" in " ".join(out.split())
 
 
 def test_rounds_stop_at_a_fixed_point_with_the_same_answer():
@@ -308,17 +303,17 @@ def test_rounds_stop_at_a_fixed_point_with_the_same_answer():
     inp, _, system, lam = _step_system("ortho")
     z0 = integrate(inp, "wls").z[inp.mask]
     r = integrate_bini(system, k=3.0, z0=z0, lam=lam, z_prior=z0, max_iter=120, tol=0.0, solver="amg",
-                       hierarchy={"refresh_every": 3, "rebuild_after": 8})
+                       hierarchy=AMGCache(refresh_every=3, rebuild_after=8))
     assert 1 <= r.iterations < 120
     # the same rounds written out, all 120 of them, no stop
-    z, h = z0.copy(), {"refresh_every": 3, "rebuild_after": 8}
+    z, h = z0.copy(), AMGCache(refresh_every=3)
     w, _ = _weights_and_energy(system, z, 3.0)
     its = []
     for _ in range(120):
         z, info = system.solve(w, lam=lam, z_prior=z0, x0=z, method="amg", rtol=1e-3, hierarchy=h)
         its.append(info.iterations)
         if info.iterations > 8:
-            h["rebuild"] = True
+            h.rebuild = True
         w, _ = _weights_and_energy(system, z, 3.0)
     assert its[r.iterations - 1] == 0 and all(i == 0 for i in its[r.iterations - 1:])
     assert np.array_equal(z, r.z)

@@ -77,17 +77,19 @@ def test_the_gate_keeps_a_rear_surface_off_the_front_one_it_shows_through():
     assert errors["gated"] < 1e-3
 
 
-def test_edge_weights_apply_the_gate_only_when_it_is_set(monkeypatch):
+def test_edge_weights_apply_the_gate_only_when_it_is_set():
+    from dataclasses import replace
+
+    from fnin_cli.config import DEFAULT
+
     model = _edge_model()
     sc = make_scene(7, 40, fold_prob=1.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     s = NormalSystem(inp.normals, inp.mask, inp.camera)
     p = inference.network_outputs(model, inp, "cpu")[2]
-    monkeypatch.setattr(stage2, "SLIVER_GATE", None)
-    plain = stage2.edge_weights(s, p)
+    plain = stage2.edge_weights(s, p, replace(DEFAULT.one_shot, sliver_gate=None))
     np.testing.assert_allclose(plain["u+"] + plain["u-"], 1.0)
-    monkeypatch.setattr(stage2, "SLIVER_GATE", 0.3)
-    gated = stage2.edge_weights(s, p)
+    gated = stage2.edge_weights(s, p, replace(DEFAULT.one_shot, sliver_gate=0.3))
     want = stage2.sliver_gate(s, plain, 0.3)
     for k in plain:
         np.testing.assert_array_equal(gated[k], want[k])

@@ -46,11 +46,11 @@ from .. import __version__
 from ..errors import FninError
 from ..pipeline import integrate
 from ..resources import PeakMemory, THREAD_ENV, cuda_synchronize, limit_threads
-from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
+from ..solvers.registry import BENCH_METHODS, BY_NAME, DEFAULT_METHOD, METHODS
 from .cases import Case, align_and_errors, align_objects, resolve_cases
 from .report import summary_png, write_case_outputs
 
-DEFAULT_METHODS = ("fnin", "fnin-s", "bini", "wls")   # the methods a bench runs by default
+DEFAULT_METHODS = BENCH_METHODS      # the methods a bench runs by default (registry: Method.bench)
 WARMUP_CASE = (101, False, 64)       # seed, orthographic, size of the untimed warm-up scene
 DEFAULT_KEY = "default"              # what `fnin integrate` runs with no method or refine flags
 

@@ -16,7 +16,8 @@ from ..batch.plan import expand_inputs, plan_jobs
 from ..batch.progress import LiveStatus
 from ..batch.runner import all_outputs_complete, record_json, run_jobs
 from ..errors import FninError
-from ..solvers.registry import BY_NAME, DEFAULT_METHOD, DEFAULT_ROUNDS, method_help
+from ..config import DEFAULT
+from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
 from .app import _die, _stderr_console, app
 
 _INTEGRATE_HELP = """Integrate normal maps into meshes and depth maps.
@@ -73,7 +74,7 @@ def integrate_cmd(
     method: str = typer.Option(DEFAULT_METHOD, "--method", "-m", help=method_help()),
     refine: Optional[int] = typer.Option(
         None, "--refine", help="BiNI rounds started from the method's result, after fnin with its edge "
-        f"map as a prior (default: fnin's own {DEFAULT_ROUNDS}, none for the others; 0 = FNIN's one-shot)"),
+        f"map as a prior (default: fnin's own {DEFAULT.rounds}, none for the others; 0 = FNIN's one-shot)"),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
     network_side: Optional[int] = typer.Option(None, "--network-side", help="fnin: finest network scale, short "
                                                "side in pixels (default 64; larger is slower, see README)"),

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..config import DEFAULT
+
 
 def view_cosine(lv: "Level"):
     """cos(normal, viewing ray) per pixel (B,1,H,W); n_z for orthographic cameras."""
@@ -121,7 +123,7 @@ def _square_contrast(d):
     return torch.cat([sq[:, 0:1] - sq[:, 1:2], sq[:, 2:3] - sq[:, 3:4]], dim=1)
 
 
-def bini_targets(z, lv: Level, k: float = 2.0):
+def bini_targets(z, lv: Level, k: float = DEFAULT.solver.k):
     """BiNI's w_u-, w_v- (B,2,H,W) from the unknown z: sigmoid_k(d+^2 - d-^2) per axis
     (``solvers.bini.bini_weights`` in torch); w_u+ = 1 - w_u-, w_v+ = 1 - w_v-."""
     d, _ = one_sided_differences(z, lv)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..solvers.stage2 import NETWORK_SIDE
+from ..config import DEFAULT
 from .fnin_net import FNINet
 from .geometry import Level
 
@@ -29,14 +29,14 @@ def full_float32():
                     allow_tf32=False)
 
 
-def stage1(model: FNINet, inp, device="cpu", side: int = NETWORK_SIDE):
+def stage1(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_shot.network_side):
     """Run the network; returns (z_R, omega) as full-resolution float64 images (0 outside)."""
     z_img, om_img, _ = network_outputs(model, inp, device, side, edges=False)
     return z_img, om_img
 
 
 @torch.no_grad()
-def network_outputs(model: FNINet, inp, device="cpu", side: int = NETWORK_SIDE, edges: bool = True):
+def network_outputs(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_shot.network_side, edges: bool = True):
     """(z_R, omega, edge weights) as full-resolution float64 images (0 outside the mask).
 
     With ``edges`` and a model that has an edge net, the third is its w_u-, w_v- as a

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..config import DEFAULT
+from .linear import AMGCache
 from .system import NormalSystem
+
+_S = DEFAULT.solver   # the defaults below: BiNI as docs/methods.md#equations describes it
 
 
 def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
@@ -17,7 +21,7 @@ def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * k * x))  # = 1 / (1 + exp(-k x)), overflow-free
 
 
-def bini_weights(system: NormalSystem, z: np.ndarray, k: float = 2.0, differences: dict | None = None,
+def bini_weights(system: NormalSystem, z: np.ndarray, k: float = _S.k, differences: dict | None = None,
                  bias: dict | None = None) -> dict:
     """BiNI's bilateral weights from the current z (docs/methods.md#equations).
 
@@ -48,16 +52,6 @@ def _weights_and_energy(system: NormalSystem, z: np.ndarray, k: float, bias: dic
     return weights, system.energy(z, weights, system.residuals(z, d))
 
 
-def needs_rebuild(hierarchy: dict | None, info) -> None:
-    """After a round's solve: if it took more than ``hierarchy["rebuild_after"]`` PCG
-    iterations, the kept AMG hierarchy's aggregates no longer fit the weights (a cut
-    the rounds opened runs through them), so the next solve builds a fresh one
-    (docs/decisions.md#rounds-rebuild)."""
-    if hierarchy is not None and hierarchy.get("rebuild_after") is not None \
-            and info.iterations > hierarchy["rebuild_after"]:
-        hierarchy["rebuild"] = True
-
-
 @dataclass
 class IntegrationResult:
     """What ``integrate_wls`` and ``integrate_bini`` return."""
@@ -71,17 +65,17 @@ class IntegrationResult:
 
 def integrate_bini(
     system: NormalSystem,
-    k: float = 2.0,
+    k: float = _S.k,
     z0: np.ndarray | None = None,
-    lam: float = 1e-3,
+    lam: float = _S.lam,
     z_prior: np.ndarray | None = None,
-    max_iter: int = 150,
-    tol: float = 1e-4,
-    cg_rtol: float = 1e-3,
-    cg_maxiter: int = 5000,
-    solver: str = "jacobi",
+    max_iter: int = _S.max_iter,
+    tol: float = _S.tol,
+    cg_rtol: float = _S.inner_rtol,
+    cg_maxiter: int = _S.maxiter,
+    solver: str = _S.inner_solver,
     callback=None,
-    hierarchy: dict | None = None,
+    hierarchy: AMGCache | None = None,
     bias: dict | None = None,
 ) -> IntegrationResult:
     """BiNI's iteratively reweighted least squares, written from docs/methods.md#equations.
@@ -91,11 +85,12 @@ def integrate_bini(
     exact inner solve changes the trajectory), updates the weights, and stops when the
     relative change of the weighted energy drops below ``tol``, or once a round's inner
     solve needs no iteration (z is then a fixed point). With ``solver="amg"``
-    and a ``hierarchy`` dict, one AMG hierarchy (the dict's, if a solve on this system
-    left one there, else the first round's) is kept and only its operators are
-    refreshed for each round's weights (the rounds after FNIN); with
-    ``hierarchy["rebuild_after"] = m`` a round whose solve took more than m PCG iterations
-    has the next round build a fresh hierarchy (:func:`needs_rebuild`). ``bias``: per-axis
+    and a ``hierarchy`` (:class:`~fnin_cli.solvers.linear.AMGCache`), one AMG hierarchy
+    (the cache's, if a solve on this system left one there, else the first round's) is
+    kept and only its operators are refreshed for each round's weights (the rounds after
+    FNIN); a round whose solve took more than the cache's ``rebuild_after`` PCG iterations
+    has the next round build a fresh hierarchy (:meth:`~fnin_cli.solvers.linear.AMGCache.after_solve`).
+    ``bias``: per-axis
     logits added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
     ``callback(round, energy, z)`` after each round.
     """
@@ -114,7 +109,8 @@ def integrate_bini(
             if callback is not None:
                 callback(it, energy, z)
             break
-        needs_rebuild(hierarchy, info)
+        if hierarchy is not None:
+            hierarchy.after_solve(info.iterations)
         weights, new_energy = _weights_and_energy(system, z, k, bias)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0

@@ -22,7 +22,8 @@ SA_POWER_STEPS = 10
 VCYCLE_SWEEPS = "one-each"
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    """a . b as numpy's pairwise sum."""
     # numpy's pairwise sum, not BLAS ddot: multi-threaded BLAS on 2 loaded vCPUs can
     # be orders of magnitude slower for these sizes (docs/decisions.md#blas-threads).
     return float(np.add.reduce(a * b))
@@ -45,24 +46,24 @@ def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=5000, ref_norm=None):
     """Preconditioned conjugate gradient; stops at ||b - Ax|| <= rtol * ref_norm (default ||b||)."""
     x = np.array(x0, dtype=np.float64, copy=True)
     r = b - A @ x
-    bnorm = (np.sqrt(_dot(b, b)) if ref_norm is None else ref_norm) or 1.0
-    rnorm = np.sqrt(_dot(r, r))
+    bnorm = (np.sqrt(dot(b, b)) if ref_norm is None else ref_norm) or 1.0
+    rnorm = np.sqrt(dot(r, r))
     if rnorm <= rtol * bnorm:
         return x, 0, rnorm / bnorm
     z = precondition(r)
     p = z.copy()
-    rz = _dot(r, z)
+    rz = dot(r, z)
     it = 0
     for it in range(1, maxiter + 1):
         Ap = A @ p
-        alpha = rz / _dot(p, Ap)
+        alpha = rz / dot(p, Ap)
         x += alpha * p
         r -= alpha * Ap
-        rnorm = np.sqrt(_dot(r, r))
+        rnorm = np.sqrt(dot(r, r))
         if rnorm <= rtol * bnorm:
             break
         z = precondition(r)
-        rz_new = _dot(r, z)
+        rz_new = dot(r, z)
         p *= rz_new / rz
         p += z
         rz = rz_new
@@ -119,7 +120,7 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         est = 0.0
         for _ in range(power_steps):
             x = dinv * (A @ x)
-            est = float(np.sqrt(_dot(x, x)))
+            est = float(np.sqrt(dot(x, x)))
             if est == 0.0:
                 break
             x /= est
@@ -209,6 +210,56 @@ class Hierarchy:
             self._gs(A.indptr, A.indices, A.data, x, b, n - 1, -1, -1)
 
 
+class AMGCache:
+    """One AMG hierarchy kept across solves whose matrices share one sparsity pattern
+    (the IRLS rounds after a method, and Stage II before them).
+
+    The first solve builds the hierarchy (:func:`sa_hierarchy`); later solves refresh
+    its operators for their matrix (:meth:`Hierarchy.refreshed`). With
+    ``refresh_every = k`` only every k-th later solve refreshes them all, the others
+    replace the finest operator alone (:meth:`Hierarchy.with_finest`); with None none
+    refreshes the coarse ones (docs/decisions.md#refresh-every). With ``rebuild_after =
+    m`` a solve that took more than m PCG iterations has the next one build a fresh
+    hierarchy (:meth:`after_solve`; docs/decisions.md#rounds-rebuild).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> A = sp.diags([-1.0, 2.01, -1.0], [-1, 0, 1], shape=(500, 500), format="csr")
+    >>> cache = AMGCache(refresh_every=3)
+    >>> ml = cache.hierarchy_for(A); cache.calls, cache.hierarchy is ml
+    (1, True)
+    """
+
+    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None):
+        self.refresh_every = refresh_every
+        self.rebuild_after = rebuild_after
+        self.hierarchy: Hierarchy | None = None   # the kept hierarchy (None: none built yet)
+        self.calls = 0                            # solves that used this cache
+        self.rebuild = False                      # the next solve builds a fresh hierarchy
+
+    def hierarchy_for(self, A) -> "Hierarchy":
+        """The hierarchy for this solve's matrix ``A`` (built, refreshed or with its finest
+        operator replaced, as the class says), kept for the next call."""
+        ml, calls, every = self.hierarchy, self.calls, self.refresh_every
+        if ml is None or self.rebuild:
+            self.rebuild = False
+            ml = sa_hierarchy(A)
+        elif every and (calls - 1) % every == 0:
+            ml = ml.refreshed(A)
+        else:
+            ml = ml.with_finest(A)
+        self.hierarchy, self.calls = ml, calls + 1
+        return ml
+
+    def after_solve(self, iterations: int) -> None:
+        """After a round's solve: if it took more than ``rebuild_after`` PCG iterations, the
+        kept hierarchy's aggregates no longer fit the weights (a cut the rounds opened runs
+        through them), so the next solve builds a fresh one."""
+        if self.rebuild_after is not None and iterations > self.rebuild_after:
+            self.rebuild = True
+
+
 def _galerkin(R, A, P):
     """R A P in CSR with sorted indices."""
     import scipy.sparse as sp
@@ -231,13 +282,9 @@ def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm
     BLAS is held to one thread meanwhile: on two loaded vCPUs a threaded BLAS made the
     AMG setup 10-30x slower here (0.18 s -> 1.2-9 s for one DiLiGenT object).
 
-    ``hierarchy``: a dict kept across calls whose matrices share one sparsity pattern
-    (IRLS rounds): the first ``amg`` call stores its hierarchy there and later calls
-    only refresh its operators (:meth:`Hierarchy.refreshed`); with
-    ``hierarchy["refresh_every"] = k`` only every k-th later call refreshes them all,
-    the others replace the finest operator alone (:meth:`Hierarchy.with_finest`); with
-    ``None`` every later call does. A caller that sets ``hierarchy["rebuild"] = True``
-    gets a fresh hierarchy (new aggregates from this matrix) at the next call instead.
+    ``hierarchy``: an :class:`AMGCache` kept across calls whose matrices share one
+    sparsity pattern (IRLS rounds): the first ``amg`` call builds its hierarchy there and
+    later calls reuse it (:meth:`AMGCache.hierarchy_for`).
     """
     with limit_threads(1, torch=False, env=False):
         return _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy)
@@ -253,7 +300,7 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
         t1 = time.perf_counter()
         x = spsolve(A.tocsc(), b, permc_spec="MMD_AT_PLUS_A")
         r = b - A @ x
-        res = np.sqrt(_dot(r, r)) / (np.sqrt(_dot(b, b)) or 1.0)
+        res = np.sqrt(dot(r, r)) / (np.sqrt(dot(b, b)) or 1.0)
         return x, SolveInfo(method, 1, res, t1 - t0, time.perf_counter() - t1)
     if method == "jacobi":
         inv_diag = 1.0 / A.diagonal()
@@ -261,18 +308,7 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
         x, it, res = pcg(A, b, x0, lambda r: inv_diag * r, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)
     if method == "amg":
-        if hierarchy is None:
-            M = amg_preconditioner(A)
-        else:
-            ml, calls, every = hierarchy.get("ml"), hierarchy.get("calls", 0), hierarchy.get("refresh_every", 1)
-            if ml is None or hierarchy.pop("rebuild", False):
-                ml = sa_hierarchy(A)
-            elif every and (calls - 1) % every == 0:
-                ml = ml.refreshed(A)
-            else:
-                ml = ml.with_finest(A)
-            hierarchy["ml"], hierarchy["calls"] = ml, calls + 1
-            M = ml.vcycle
+        M = amg_preconditioner(A) if hierarchy is None else hierarchy.hierarchy_for(A).vcycle
         t1 = time.perf_counter()
         x, it, res = pcg(A, b, x0, M, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)

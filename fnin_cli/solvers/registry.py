@@ -1,7 +1,10 @@
 """The method registry: the one list of integration methods and their properties.
 
-Each :class:`Method` names a run function, whether it needs the FNIN network (weights,
-torch), its peak memory per pixel (the batch memory pre-check) and its help text.
+Each :class:`Method` names a run function (for the FNIN family one run function and a
+:class:`~fnin_cli.config.FninVariant` that says how it uses the network), whether it needs the FNIN network (weights, torch),
+its peak memory per pixel (the batch memory pre-check), its help text and whether it
+runs the configuration's rounds by default. The constants they use live in
+:mod:`fnin_cli.config`.
 ``METHODS``, ``NETWORK_METHODS`` and ``DEFAULT_METHOD`` derive from ``REGISTRY``; the
 pipeline, the CLI, the batch runner and the benchmark read them from here.
 
@@ -12,10 +15,12 @@ Adding a method: write its run function (a module in this package) and add one
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
+from ..config import FninVariant, IntegrationConfig, RoundsConfig
 from .bini import integrate_bini
-from .stage2 import NETWORK_SIDE
+from .linear import AMGCache
 from .wls import integrate_wls
 
 
@@ -23,17 +28,15 @@ from .wls import integrate_wls
 class RunArgs:
     """What :func:`fnin_cli.pipeline.integrate` passes to every run function."""
 
-    method: str
     lam: float                 # the prior weight in the system's units (pipeline.classic_lambda)
+    config: IntegrationConfig  # every other constant (fnin_cli.config)
     solver: str = "auto"
-    k: float = 2.0             # BiNI's sigmoid sharpness
     device: str = "auto"
     model: object = None       # an FNINet, or None for the bundled weights
-    network_side: int | None = None
     progress: Callable | None = None
     stage: Callable | None = None  # stage(name, step, total) when a stage starts (pipeline.integrate)
     rtol: float | None = None      # Stage II's tolerance instead of its own (rounds follow)
-    hierarchy: dict | None = None  # AMG hierarchy to keep for the rounds that follow (solvers.linear)
+    hierarchy: AMGCache | None = None  # AMG hierarchy to keep for the rounds that follow (solvers.linear)
 
 
 @dataclass(frozen=True)
@@ -46,23 +49,6 @@ class MethodOutput:
     iterations: int
     seconds: dict
     edge_p: object = None      # fnin's edge net w_u-, w_v- as a (2, H, W) image (the rounds' prior), or None
-
-
-@dataclass(frozen=True)
-class Rounds:
-    """BiNI rounds after a method's result (``--refine``): at most ``max_rounds``,
-    stopping early once the relative change of BiNI's energy falls below ``tol`` (0: all
-    of them, as an explicit ``--refine N``, but for a round that changes nothing, where
-    every later one would be the same)."""
-
-    max_rounds: int
-    tol: float = 0.0
-
-    def __str__(self) -> str:
-        """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""
-        if self.tol > 0:
-            return f"at most {self.max_rounds} rounds, stopping once BiNI's energy changes by less than {self.tol:g}"
-        return f"{self.max_rounds} rounds"
 
 
 @dataclass(frozen=True)
@@ -81,8 +67,11 @@ class Method:
         Peak memory per masked pixel beyond loading (measured; ``batch.memory``).
     label : str
         How ``--help`` lists it.
-    rounds : Rounds
-        The BiNI rounds it runs when ``--refine`` is not given.
+    own_rounds : bool
+        Whether it runs the configuration's rounds (``IntegrationConfig.rounds``) when
+        ``--refine`` is not given (else none).
+    bench : bool
+        Whether ``fnin bench`` runs it by default.
     """
 
     name: str
@@ -90,45 +79,54 @@ class Method:
     needs_network: bool
     bytes_per_pixel: int
     label: str
-    rounds: Rounds = Rounds(0)
+    own_rounds: bool = False
+    bench: bool = True
+
+    def rounds(self, config: IntegrationConfig, refine: int | None = None) -> RoundsConfig:
+        """The rounds this method runs after its result: ``refine`` of them (``--refine``,
+        no energy-change stop), or with None its own (``config.rounds`` or none)."""
+        if refine is not None:
+            return config.rounds.fixed(refine)
+        return config.rounds if self.own_rounds else config.rounds.fixed(0)
 
 
 def _run_wls(system, inp, a: RunArgs) -> MethodOutput:
-    r = integrate_wls(system, lam=a.lam, solver=a.solver)
+    r = integrate_wls(system, lam=a.lam, solver=a.solver, rtol=a.config.solver.wls_rtol)
     return MethodOutput(r.z, None, None, 1, {"solve": r.seconds["solve"]})
 
 
 def _run_bini(system, inp, a: RunArgs) -> MethodOutput:
-    r = integrate_bini(system, k=a.k, lam=a.lam, callback=(lambda i, e, z: a.progress(i)) if a.progress else None)
+    s = a.config.solver
+    r = integrate_bini(system, k=s.k, lam=a.lam, max_iter=s.max_iter, tol=s.tol, cg_rtol=s.inner_rtol,
+                       cg_maxiter=s.maxiter, solver=s.inner_solver,
+                       callback=(lambda i, e, z: a.progress(i)) if a.progress else None)
     return MethodOutput(r.z, r.weights, None, r.iterations, {"solve": r.seconds["solve"]})
 
 
-def _run_fnin(system, inp, a: RunArgs) -> MethodOutput:
+def _run_fnin(variant: FninVariant, system, inp, a: RunArgs) -> MethodOutput:
     # imported here so that wls and bini runs never import torch (tests/test_layout.py)
     from .fnin import run_fnin
 
-    z, weights, disc, seconds, p_img = run_fnin(system, inp, method=a.method, model=a.model, device=a.device,
-                                                lam=a.lam, solver=a.solver, k=a.k,
-                                                side=a.network_side or NETWORK_SIDE, stage=a.stage, rtol=a.rtol,
+    z, weights, disc, seconds, p_img = run_fnin(system, inp, variant, a.config, model=a.model, device=a.device,
+                                                lam=a.lam, solver=a.solver, stage=a.stage, rtol=a.rtol,
                                                 hierarchy=a.hierarchy)
-    return MethodOutput(z, weights, disc, 1, seconds, p_img if a.method == "fnin" else None)
+    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None)
 
-
-# fnin's rounds when --refine is not given: the most accurate rule within a quarter of
-# bini's time, scene by scene, on fresh validation-mesh scenes (docs/decisions.md#default-rounds).
-DEFAULT_ROUNDS = Rounds(16, 1e-3)
 
 # bytes per masked pixel: measured peaks, rounded up (docs/decisions.md#memory-estimates)
 REGISTRY = (
-    Method("fnin", _run_fnin, True, 800, "fnin", DEFAULT_ROUNDS),
-    Method("fnin-s", _run_fnin, True, 800, "fnin-s"),
+    Method("fnin", partial(_run_fnin, FninVariant()), True, 800, "fnin", own_rounds=True),
+    Method("fnin-s", partial(_run_fnin, FninVariant(edges=False, bini_weights=True, edge_prior=False)), True, 800,
+           "fnin-s"),
     Method("bini", _run_bini, False, 700, "bini"),
     Method("wls", _run_wls, False, 650, "wls (smooth)"),
-    Method("fnin-stage1", _run_fnin, True, 800, "fnin-stage1 (network only, no solve)"),
+    Method("fnin-stage1", partial(_run_fnin, FninVariant(solve=False, edge_prior=False)), True, 800,
+           "fnin-stage1 (network only, no solve)", bench=False),
 )
 BY_NAME = {m.name: m for m in REGISTRY}
 METHODS = tuple(BY_NAME)
 NETWORK_METHODS = tuple(m.name for m in REGISTRY if m.needs_network)
+BENCH_METHODS = tuple(m.name for m in REGISTRY if m.bench)    # what `fnin bench` runs by default
 DEFAULT_METHOD = "fnin"
 
 

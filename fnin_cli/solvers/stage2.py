@@ -1,7 +1,7 @@
 """FNIN's Stage II: per-direction weights from the network's outputs and one WLS solve.
 
 - ``fnin``: the edge net's weights (BiNI's layout w_u-, w_v-, sharpened by
-  ``EDGE_SHARPNESS``) or, for a model without an edge net, weights from the attention
+  ``OneShotConfig.edge_sharpness``, :mod:`fnin_cli.config`) or, for a model without an edge net, weights from the attention
   map omega (the difference towards neighbour q weighs 1 - omega(q)); one solve with
   the prior lam (z - z_R)^2, warm-started at z_R.
 - ``fnin-s``: BiNI's sigmoid weights computed once from z_R, one solve.
@@ -13,36 +13,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bini import bini_layout, bini_weights
+from ..config import DEFAULT, IntegrationConfig, OneShotConfig
+from .bini import bini_layout
+from .linear import AMGCache
 from .system import NormalSystem
 
-# finest network scale (short side): as accurate as 128/256, half the time (docs/decisions.md#network-side)
-NETWORK_SIDE = 64
-# AMG-PCG tolerance: the loosest whose one-shot stays within 0.1% of the exact solve's
-# error on validation-mesh scenes, no scene far off (docs/decisions.md#solve-rtol)
-SOLVE_RTOL = 1e-4
-# torch Jacobi-PCG (solver="torch:...") leaves more smooth error than AMG (docs/decisions.md#gpu-solve)
-GPU_SOLVE_RTOL = 1e-4
-GPU_MAXITER = 20000
-# the edge net's weights sharpened, sigmoid(a logit w): 7% better end to end (docs/decisions.md#edge-sharpness)
-EDGE_SHARPNESS = 2.0
-# a pixel whose two neighbours on an axis both cut the edge towards it (weights below
-# this) is a one-pixel sliver between two jumps: its own weights on that axis fade to 0;
-# None: off (docs/decisions.md#sliver-gate)
-SLIVER_GATE = 0.5
-
-
-def pick_solver(solver: str) -> tuple:
+def pick_solver(solver: str, config: IntegrationConfig = DEFAULT) -> tuple:
     """(linear solver, rtol, maxiter) for Stage II.
 
     ``auto`` is AMG-PCG on the CPU whatever device ran the network: faster and exact
-    (docs/decisions.md#stage2-on-cpu). An explicit ``torch[:device]`` gets GPU_SOLVE_RTOL.
+    (docs/decisions.md#stage2-on-cpu). An explicit ``torch[:device]`` gets
+    ``OneShotConfig.gpu_solve_rtol``.
     """
+    one = config.one_shot
     if solver == "auto":
-        return "amg", SOLVE_RTOL, 5000
+        return "amg", one.solve_rtol, config.solver.maxiter
     if solver.startswith("torch"):
-        return solver, GPU_SOLVE_RTOL, GPU_MAXITER
-    return solver, SOLVE_RTOL, 5000
+        return solver, one.gpu_solve_rtol, one.gpu_maxiter
+    return solver, one.solve_rtol, config.solver.maxiter
 
 
 def sharpen(p: np.ndarray, a: float) -> np.ndarray:
@@ -53,14 +41,14 @@ def sharpen(p: np.ndarray, a: float) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * a * np.log(q / (1.0 - q))))
 
 
-def edge_weights(system: NormalSystem, p_img: np.ndarray, sharpness: float | None = None) -> dict:
+def edge_weights(system: NormalSystem, p_img: np.ndarray, one_shot: OneShotConfig = DEFAULT.one_shot) -> dict:
     """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout),
-    sharpened by ``sharpness`` (:func:`sharpen`; default ``EDGE_SHARPNESS``), then
-    gated by :func:`sliver_gate` when ``SLIVER_GATE`` is set."""
-    a = EDGE_SHARPNESS if sharpness is None else sharpness
-    wu, wv = (sharpen(p_img[i][system.mask], a) for i in (0, 1))
+    sharpened by ``one_shot.edge_sharpness`` (:func:`sharpen`), then gated by
+    :func:`sliver_gate` when ``one_shot.sliver_gate`` is set."""
+    wu, wv = (sharpen(p_img[i][system.mask], one_shot.edge_sharpness) for i in (0, 1))
     weights = bini_layout(wu, wv)
-    return weights if SLIVER_GATE is None else sliver_gate(system, weights, SLIVER_GATE)
+    gate = one_shot.sliver_gate
+    return weights if gate is None else sliver_gate(system, weights, gate)
 
 
 def edge_prior(system: NormalSystem, p_img: np.ndarray, scale: float) -> dict:
@@ -152,7 +140,7 @@ def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool 
 
     ``paired``: where a pixel has both one-sided differences along an axis, divide the
     two weights by their sum (as BiNI's w+ + w- = 1), so omega only says which side to
-    trust and never cuts a pixel loose on both sides.
+    trust and never cuts a pixel loose on both sides (docs/decisions.md#paired-attention-weights).
     """
     om = omega_img[system.mask]
     w = {d: np.ones(system.n) for d in ("u+", "u-", "v+", "v-")}
@@ -169,23 +157,19 @@ def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool 
     return w
 
 
-def model_weights(system: NormalSystem, p_img, omega_img) -> dict:
+def model_weights(system: NormalSystem, p_img, omega_img, one_shot: OneShotConfig = DEFAULT.one_shot) -> dict:
     """Stage II's weights from the network's outputs: the edge net's (:func:`edge_weights`)
     when the model has one, else from omega (:func:`attention_weights`)."""
-    return edge_weights(system, p_img) if p_img is not None else attention_weights(system, omega_img)
+    return edge_weights(system, p_img, one_shot) if p_img is not None else attention_weights(system, omega_img)
 
 
-def stage2(system: NormalSystem, z_r: np.ndarray, omega_img: np.ndarray | None, method: str = "fnin",
-           lam: float = 1e-3, solver: str = "amg", k: float = 2.0, rtol: float = SOLVE_RTOL,
-           maxiter: int = 5000, weights: dict | None = None, hierarchy: dict | None = None):
-    """One WLS solve with the prior z_R: weights from omega (fnin) or BiNI's from z_R (fnin-s);
-    ``weights`` given (the edge net's) are used as they are; ``hierarchy``: see
-    :func:`~fnin_cli.solvers.linear.solve_spd`."""
-    if weights is None and method == "fnin":
-        # paired weights (docs/decisions.md#paired-attention-weights)
-        weights = attention_weights(system, omega_img)
-    elif weights is None:
-        weights = bini_weights(system, z_r, k)
+def stage2(system: NormalSystem, z_r: np.ndarray, weights: dict, lam: float = DEFAULT.solver.lam,
+           solver: str = "amg", rtol: float = DEFAULT.one_shot.solve_rtol, maxiter: int = DEFAULT.solver.maxiter,
+           hierarchy: AMGCache | None = None) -> tuple:
+    """One WLS solve with ``weights`` and the prior z_R, warm-started at z_R: the
+    network's (:func:`model_weights`; fnin), or BiNI's from z_R
+    (:func:`~fnin_cli.solvers.bini.bini_weights`; fnin-s). ``hierarchy``: see
+    :func:`~fnin_cli.solvers.linear.solve_spd`. Returns (z, weights)."""
     z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol, maxiter=maxiter,
                         hierarchy=hierarchy)
     return z, weights

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..camera import Camera
-from .linear import SolveInfo, _dot, solve_spd
+from ..config import DEFAULT
+from .linear import AMGCache, SolveInfo, dot, solve_spd
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -85,8 +86,8 @@ class NormalSystem:
         ``residuals``: :meth:`residuals` of z, if already computed."""
         res = self.residuals(z) if residuals is None else residuals
         if weights is None:
-            return float(sum(_dot(r, r) for r in res.values()))
-        return float(sum(_dot(weights[d] * res[d], res[d]) for d in DIRECTIONS))
+            return float(sum(dot(r, r) for r in res.values()))
+        return float(sum(dot(weights[d] * res[d], res[d]) for d in DIRECTIONS))
 
     def weight_gradients(self, z: np.ndarray, adjoint: np.ndarray) -> dict:
         """dL/dw_d per pixel and direction at the minimiser z of the weighted objective,
@@ -143,13 +144,13 @@ class NormalSystem:
     def solve(
         self,
         weights: dict | None = None,
-        lam: float = 1e-3,
+        lam: float = DEFAULT.solver.lam,
         z_prior: np.ndarray | None = None,
         x0: np.ndarray | None = None,
         method: str = "amg",
         rtol: float = 1e-6,
-        maxiter: int = 5000,
-        hierarchy: dict | None = None,
+        maxiter: int = DEFAULT.solver.maxiter,
+        hierarchy: AMGCache | None = None,
     ) -> tuple[np.ndarray, SolveInfo]:
         """Minimise the weighted objective; returns (z, info). ``hierarchy``: see
         :func:`~fnin_cli.solvers.linear.solve_spd` (AMG reused across IRLS rounds)."""
@@ -158,7 +159,7 @@ class NormalSystem:
         b = self.rhs(weights, lam, None)
         # tolerance relative to the data part of the right-hand side: with a warm start
         # at z_prior, lam * z_prior would otherwise make any x0 look converged
-        ref = np.sqrt(_dot(b, b))
+        ref = np.sqrt(dot(b, b))
         if z_prior is not None and lam:
             b = b + lam * z_prior
         if x0 is None:

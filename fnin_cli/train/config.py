@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..config import DEFAULT
 from ..errors import FninError
 from ..model.config import NetConfig, net_config
 
@@ -42,7 +43,7 @@ class TrainConfig:
     stage: str = "network"            # "network" (Stage I) or "edges" (edge net on a frozen Stage I)
     base: str = ""                    # edges: the weights it starts from
     init_edges: str = ""              # edges: start from this file's edge net (fine-tuning; "" = fresh)
-    side: int = 64                    # edges: network cap giving z_R, as fnin.NETWORK_SIDE at inference
+    side: int = DEFAULT.one_shot.network_side   # edges: network cap giving z_R, as at inference
     edge_alpha: float = 10.0          # edges: extra loss weight on confident targets (|2t - 1|)
     edge_objective: str = "bce"       # edges: "bce" (BiNI's weights of the true unknown as targets) or
                                       # "solve" (Stage II's error, differentiated through the solve)

@@ -16,10 +16,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import pipeline
+from .. import config as integration
 from ..data.synthetic import make_scene, scene_arrays
 from ..model.geometry import Level
-from ..solvers import stage2
 from .config import TEACHER_TARGETS, TrainConfig
 
 DEFAULT_TEACHER_CACHE = "runs/teacher_cache"
@@ -68,7 +67,8 @@ def teacher_weights(scene, rounds: int = 0, model: str = "") -> np.ndarray:
     out = np.zeros((2,) + scene.mask.shape, np.float32)
     if rounds:
         inp = build_input(scene.normals, None, scene.mask, scene.K)   # may drop isolated pixels
-        r = integrate(inp, "fnin", refine=rounds, device="cpu", model=load_model(model, device="cpu"))
+        r = integrate(inp, "fnin", refine=rounds, device="cpu", model=load_model(model, device="cpu"),
+                      config=integration.DEFAULT)
         mask, weights = inp.mask, bini_weights(NormalSystem(inp.normals, inp.mask, inp.camera), r.z[inp.mask])
     else:
         cam = Camera(scene.K, 1.0)
@@ -108,9 +108,10 @@ def teacher_path(teacher_cache, seed, res, stack_prob=0.0, fold_prob=0.0, meshes
     key = f"{int(seed)}_{res}_{stack_prob}_{fold_prob}_{mesh_prob}_{mesh_folder_key(meshes)}"
     if rounds:
         # FNIN's Stage II gate changes what the rounds start from (None: as before the gate)
-        gate = "" if stage2.SLIVER_GATE is None else f"_gate{stage2.SLIVER_GATE}"
+        cfg = integration.DEFAULT
+        gate = "" if cfg.one_shot.sliver_gate is None else f"_gate{cfg.one_shot.sliver_gate}"
         # the rounds' edge-net prior changes where they go (None: as before the prior)
-        prior = "" if pipeline.ROUNDS_EDGE_PRIOR is None else f"_prior{pipeline.ROUNDS_EDGE_PRIOR}"
+        prior = "" if cfg.rounds.edge_prior is None else f"_prior{cfg.rounds.edge_prior}"
         key += f"_rounds{int(rounds)}_{file_key(model)}{gate}{prior}"
     return Path(teacher_cache) / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.npy"
 

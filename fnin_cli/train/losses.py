@@ -8,14 +8,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .. import config as integration
 from ..camera import Camera
 from ..data.synthetic import object_groups
 from ..model.geometry import Level, backproject_t, bini_targets, masked_mean, point_normals
 from ..pipeline import classic_lambda
 from ..solvers.bini import bini_layout
 from ..solvers.linear import amg_preconditioner, pcg
-from ..solvers import stage2
-from ..solvers.stage2 import EDGE_SHARPNESS, neighbour_weights, sliver_gate
+from ..solvers.stage2 import neighbour_weights, sliver_gate
 from ..solvers.system import NormalSystem
 from .config import TrainConfig
 
@@ -120,7 +120,7 @@ def _numpy_system(normals, mask, K, pixel):
 def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
     """The edge net's end-to-end objective: the relative error (``synthetic.relative_error``)
     of Stage II's solution with its weights, sharpened and sliver-gated as at inference
-    (``stage2.SLIVER_GATE``), differentiated
+    (``OneShotConfig.sliver_gate`` of ``config.DEFAULT``), differentiated
     through the solve. A(w) z = b(w) gives dL/dw_d = -(a D_d l) r_d(z) with A l = dL/dz
     (``NormalSystem.weight_gradients``): one more solve per scene, same AMG hierarchy.
     Returns a tensor with the batch mean as value and that gradient."""
@@ -129,12 +129,13 @@ def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
 
 
 def _solve_error(logits, lv, z_r, z_gt, workers: int = 0, cap: float = 0.0):
-    w = torch.sigmoid(EDGE_SHARPNESS * logits) * lv.mask   # fnin.sharpen of the sigmoid
+    one_shot = integration.DEFAULT.one_shot     # as inference applies it (read at call time)
+    w = torch.sigmoid(one_shot.edge_sharpness * logits) * lv.mask   # stage2.sharpen of the sigmoid
     w_np = w.detach().double().cpu().numpy()
     batch = w_np.shape[0]
     zr_np = z_r.detach().cpu().numpy()
     zgt_np = z_gt.detach().cpu().numpy()
-    gate = stage2.SLIVER_GATE
+    gate = one_shot.sliver_gate
     jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0], _scene_objects(lv, b), cap, gate)
             for b in range(batch)]
     if workers > 0:

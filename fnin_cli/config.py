@@ -1,0 +1,148 @@
+"""The integration's configuration: every constant the default (and the other methods) use.
+
+One frozen value, :data:`DEFAULT`, holds them; :func:`fnin_cli.pipeline.integrate` takes
+``config=`` (None: ``DEFAULT``) and hands it to the run functions, which read nothing
+else. Each field carries one line of why and the anchor of its record in
+``docs/decisions.md``.
+
+A study (or a test) builds a variant instead of overwriting a module global::
+
+    from dataclasses import replace
+    from fnin_cli.config import DEFAULT
+    cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, k=3.0, edge_prior=None))
+    res = integrate(inp, config=cfg)
+
+``fnin integrate --show-config`` prints the configuration a run would use, and the
+``--json`` record carries it under ``"config"`` (:func:`fnin_cli.pipeline.run_config`).
+The methods (fnin, fnin-s, fnin-stage1, bini, wls) are entries of
+:mod:`fnin_cli.solvers.registry`; the FNIN family's differ by a :class:`FninVariant`.
+
+This module imports nothing from the package: every layer may read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """The least-squares problem and BiNI's IRLS, as every method uses them."""
+
+    # the prior weight lambda, docs/methods.md#equations (perspective; orthographic scales it to a [-1, 1] image,
+    # pipeline.classic_lambda) (docs/decisions.md#prior-weight)
+    lam: float = 1e-3
+    # BiNI's sigmoid sharpness k (docs/methods.md#equations): bini, fnin-s's weights, rounds without the edge prior
+    k: float = 2.0
+    # bini: at most this many IRLS rounds, stopping once the energy's relative change is below tol (docs/methods.md#equations)
+    max_iter: int = 150
+    tol: float = 1e-4
+    # BiNI's inexact inner Jacobi-PCG solve, part of the method (docs/decisions.md#refine-rtol)
+    inner_rtol: float = 1e-3
+    inner_solver: str = "jacobi"
+    # PCG iteration cap of a CPU solve (never reached on the bench scenes)
+    maxiter: int = 5000
+    # wls: one smooth solve, to near-exactness
+    wls_rtol: float = 1e-8
+
+
+@dataclass(frozen=True)
+class OneShotConfig:
+    """FNIN's one-shot: the network (Stage I) and one weighted solve (Stage II)."""
+
+    # finest network scale (short side): as accurate as 128/256, half the time (docs/decisions.md#network-side)
+    network_side: int = 64
+    # AMG-PCG tolerance: the loosest whose one-shot stays within 0.1% of the exact solve's
+    # error on validation-mesh scenes, no scene far off (docs/decisions.md#solve-rtol)
+    solve_rtol: float = 1e-4
+    # torch Jacobi-PCG (solver="torch:...") leaves more smooth error than AMG (docs/decisions.md#gpu-solve)
+    gpu_solve_rtol: float = 1e-4
+    gpu_maxiter: int = 20000
+    # the edge net's weights sharpened, sigmoid(a logit w): 7% better end to end (docs/decisions.md#edge-sharpness)
+    edge_sharpness: float = 2.0
+    # a pixel whose two neighbours on an axis both cut the edge towards it (weights below
+    # this) is a one-pixel sliver: its own weights on that axis fade to 0; None: off
+    # (docs/decisions.md#sliver-gate)
+    sliver_gate: float | None = 0.5
+
+
+@dataclass(frozen=True)
+class RoundsConfig:
+    """BiNI rounds after a method's result (``--refine``; the default's own after fnin)."""
+
+    # at most this many rounds, stopping once BiNI's energy changes by less than tol (0: all
+    # of them): the most accurate rule within a quarter of bini's time, scene by scene, on
+    # fresh validation-mesh scenes (docs/decisions.md#default-rounds)
+    max_rounds: int = 16
+    tol: float = 1e-3
+    # the inner solver on every device: a third of Jacobi-PCG's time, no worse (docs/decisions.md#refine-solver)
+    solver: str = "amg"
+    # the inner tolerance: BiNI's own (docs/decisions.md#refine-rtol)
+    inner_rtol: float = 1e-3
+    # refresh the AMG hierarchy's coarse operators every k-th round (None: never), the
+    # finest every round (docs/decisions.md#refresh-every)
+    refresh_every: int | None = 3
+    # a round that took more than this many PCG iterations has the next build a fresh AMG
+    # hierarchy; None: never (docs/decisions.md#rounds-rebuild)
+    rebuild_after: int | None = 8
+    # Stage II before rounds solves to this and the rounds refresh its hierarchy; None: it
+    # solves as the one-shot does and the rounds build their own (docs/decisions.md#stage2-before-rounds)
+    stage2_rtol: float | None = 1e-3
+    # this times the edge net's logits is added to every round's BiNI weights after fnin;
+    # None: BiNI's own weights (docs/decisions.md#rounds-edge-prior)
+    edge_prior: float | None = 0.3
+    # BiNI's k in the rounds that carry that prior; None: SolverConfig.k
+    # (docs/decisions.md#rounds-k-with-prior, #rounds-k-robust)
+    k: float | None = 2.5
+
+    def __str__(self) -> str:
+        """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""
+        if self.tol > 0:
+            return f"at most {self.max_rounds} rounds, stopping once BiNI's energy changes by less than {self.tol:g}"
+        return f"{self.max_rounds} rounds"
+
+    def fixed(self, n: int) -> "RoundsConfig":
+        """These rounds with exactly ``n`` of them (``--refine n``): no energy-change stop
+        (but for a round that changes nothing, where every later one would be the same)."""
+        return replace(self, max_rounds=int(n), tol=0.0)
+
+
+@dataclass(frozen=True)
+class IntegrationConfig:
+    """Everything :func:`fnin_cli.pipeline.integrate` needs besides its input and method."""
+
+    solver: SolverConfig = field(default_factory=SolverConfig)
+    one_shot: OneShotConfig = field(default_factory=OneShotConfig)
+    rounds: RoundsConfig = field(default_factory=RoundsConfig)
+
+    def as_dict(self) -> dict:
+        """Plain nested dict (JSON-ready)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FninVariant:
+    """A method of the FNIN family: how it uses the network's outputs (the registry's
+    fnin, fnin-s and fnin-stage1 are three of these).
+
+    Attributes
+    ----------
+    edges : bool
+        Run the edge net (when the model has one); False: the attention map omega only.
+    bini_weights : bool
+        Stage II's weights are BiNI's, computed once from z_R (fnin-s), instead of the
+        network's (the edge net's, else omega's).
+    solve : bool
+        Run Stage II; False: the network's z_R alone (a fast preview).
+    edge_prior : bool
+        Hand the edge map to the rounds that follow as their prior (``RoundsConfig.edge_prior``).
+    """
+
+    edges: bool = True
+    bini_weights: bool = False
+    solve: bool = True
+    edge_prior: bool = True
+
+
+# the default: what `fnin integrate` runs
+DEFAULT = IntegrationConfig()
