@@ -6,6 +6,7 @@
 - the per-object error of rendered scenes (:func:`object_error`, :func:`object_errors`)
   and the validation meshes (:func:`validation_meshes`), the measures of every rule on
   ``data.mesh_scenes`` renders (studies/default-rounds/README.md);
+- :func:`variant`: a candidate configuration, ``DEFAULT`` with some fields replaced;
 - the candidate-against-today command line, scenes and summary (:func:`parse_args`,
   :func:`scene_pair`, :func:`scene_sets`, :func:`summarise`, :func:`report`), used by
   studies/sliver-gate, studies/rounds-edge-prior and studies/rounds-k;
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -31,11 +33,20 @@ from fnin_cli.data.mesh_scenes import (DEFAULT_MESH_DIR, is_validation, load_mes
 from fnin_cli.data.synthetic import make_scene, relative_error
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
-from fnin_cli import pipeline
-from fnin_cli.solvers import stage2
+from fnin_cli.config import DEFAULT, IntegrationConfig
 
 MIN_OBJECT_PIXELS = 200
 KEYS = ("default_meshes", "default_procedural", "seconds_meshes", "seconds_procedural")
+
+def variant(solver: dict | None = None, one_shot: dict | None = None, rounds: dict | None = None,
+            base: IntegrationConfig = DEFAULT) -> IntegrationConfig:
+    """A candidate configuration: ``base`` (the shipped ``DEFAULT``) with the given fields
+    of its parts replaced, e.g. ``variant(rounds={"k": 3.0})``. Studies pass it to
+    ``integrate(..., config=...)``; none assigns a module global."""
+    return replace(base, solver=replace(base.solver, **(solver or {})),
+                   one_shot=replace(base.one_shot, **(one_shot or {})),
+                   rounds=replace(base.rounds, **(rounds or {})))
+
 
 def validation_meshes(folder) -> dict:
     """The validation meshes of ``folder``, loaded (the training meshes are not read)."""
@@ -122,33 +133,27 @@ def report(a, seeds, rec: dict, summary: dict, apply_rule) -> None:
 
 
 def evaluate(configs: dict, meshes, scenes: int, size: int, mesh_seed0: int, proc_seed0: int) -> dict:
-    """Per-scene errors of each configuration (name -> (sharpness, model or None[, sliver
-    gate])): the one-shot and the default on validation-mesh scenes, the one-shot on
-    procedural ones, configurations interleaved per scene; "seconds": the three runs'
-    ``integrate`` time per scene (one thread)."""
-    shipped = stage2.EDGE_SHARPNESS, stage2.SLIVER_GATE
+    """Per-scene errors of each configuration (name -> (IntegrationConfig, model or
+    None: the bundled one)): the one-shot and the default on validation-mesh scenes, the
+    one-shot on procedural ones, configurations interleaved per scene; "seconds": the
+    three runs' ``integrate`` time per scene (one thread)."""
     keys = ("oneshot_meshes", "default_meshes", "oneshot_procedural", "seconds")
     rec = {name: {k: [] for k in keys} for name in configs}
     with limit_threads(1):
-        try:
-            for i in range(scenes):
-                sc, inp, ps, pinp = scene_pair(i, meshes, size, mesh_seed0, proc_seed0)
-                persp = sc.K is not None
-                for name, (sharpness, model, *gate) in configs.items():
-                    stage2.EDGE_SHARPNESS = sharpness
-                    stage2.SLIVER_GATE = gate[0] if gate else shipped[1]
-                    r = rec[name]
-                    t0 = time.perf_counter()
-                    one = integrate(inp, refine=0, model=model).z
-                    default = integrate(inp, model=model).z
-                    proc = integrate(pinp, refine=0, model=model).z
-                    r["seconds"].append(time.perf_counter() - t0)
-                    r["oneshot_meshes"].append(object_error(one, sc, persp))
-                    r["default_meshes"].append(object_error(default, sc, persp))
-                    r["oneshot_procedural"].append(relative_error(proc[pinp.mask], ps.unknown[pinp.mask]))
-                print(i, {n: tuple(round(v[-1], 4) for v in rec[n].values()) for n in configs}, flush=True)
-        finally:
-            stage2.EDGE_SHARPNESS, stage2.SLIVER_GATE = shipped
+        for i in range(scenes):
+            sc, inp, ps, pinp = scene_pair(i, meshes, size, mesh_seed0, proc_seed0)
+            persp = sc.K is not None
+            for name, (config, model) in configs.items():
+                r = rec[name]
+                t0 = time.perf_counter()
+                one = integrate(inp, refine=0, model=model, config=config).z
+                default = integrate(inp, model=model, config=config).z
+                proc = integrate(pinp, refine=0, model=model, config=config).z
+                r["seconds"].append(time.perf_counter() - t0)
+                r["oneshot_meshes"].append(object_error(one, sc, persp))
+                r["default_meshes"].append(object_error(default, sc, persp))
+                r["oneshot_procedural"].append(relative_error(proc[pinp.mask], ps.unknown[pinp.mask]))
+            print(i, {n: tuple(round(v[-1], 4) for v in rec[n].values()) for n in configs}, flush=True)
     return rec
 
 
@@ -160,32 +165,27 @@ def passes(candidate: dict, today: dict) -> bool:
             and candidate["default_meshes"] <= 1.01 * today["default_meshes"])
 
 
-def evaluate_default(names: list, meshes, scenes: int, size: int, mesh_seed0: int, proc_seed0: int,
-             constant: str = "ROUNDS_EDGE_PRIOR") -> dict:
-    """Per-scene errors and seconds of the default with ``pipeline.<constant>`` at each
-    value of ``names`` ("off": None)."""
-    shipped = getattr(pipeline, constant)
+def evaluate_default(configs: dict, meshes, scenes: int, size: int, mesh_seed0: int, proc_seed0: int) -> dict:
+    """Per-scene errors and seconds of the default with each configuration (name ->
+    IntegrationConfig; today's is "off"), in a rotated order per scene."""
+    names = list(configs)
     rec = {name: {k: [] for k in KEYS} for name in names}
     with limit_threads(1):
-        try:
-            for i in range(scenes):
-                sc, inp, ps, pinp = scene_pair(i, meshes, size, mesh_seed0, proc_seed0)
-                order = names[i % len(names):] + names[:i % len(names)]
-                for name in order:
-                    setattr(pipeline, constant, None if name == "off" else float(name))
-                    r = rec[name]
-                    t0 = time.perf_counter()
-                    z = integrate(inp).z
-                    t1 = time.perf_counter()
-                    zp = integrate(pinp).z
-                    t2 = time.perf_counter()
-                    r["seconds_meshes"].append(t1 - t0)
-                    r["seconds_procedural"].append(t2 - t1)
-                    r["default_meshes"].append(object_error(z, sc, sc.K is not None))
-                    r["default_procedural"].append(relative_error(zp[pinp.mask], ps.unknown[pinp.mask]))
-                print(i, {n: tuple(round(rec[n][k][-1], 4) for k in KEYS[:2]) for n in names}, flush=True)
-        finally:
-            setattr(pipeline, constant, shipped)
+        for i in range(scenes):
+            sc, inp, ps, pinp = scene_pair(i, meshes, size, mesh_seed0, proc_seed0)
+            order = names[i % len(names):] + names[:i % len(names)]
+            for name in order:
+                r = rec[name]
+                t0 = time.perf_counter()
+                z = integrate(inp, config=configs[name]).z
+                t1 = time.perf_counter()
+                zp = integrate(pinp, config=configs[name]).z
+                t2 = time.perf_counter()
+                r["seconds_meshes"].append(t1 - t0)
+                r["seconds_procedural"].append(t2 - t1)
+                r["default_meshes"].append(object_error(z, sc, sc.K is not None))
+                r["default_procedural"].append(relative_error(zp[pinp.mask], ps.unknown[pinp.mask]))
+            print(i, {n: tuple(round(rec[n][k][-1], 4) for k in KEYS[:2]) for n in names}, flush=True)
     return rec
 
 

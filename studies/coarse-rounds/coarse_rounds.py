@@ -16,6 +16,7 @@ from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_mesh
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import integrate_bini
+from fnin_cli.solvers.linear import AMGCache
 from fnin_cli.solvers.system import NormalSystem
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def coarse_then_fine(inp, z_img, nc, nf, lam):
     zc0 = zf[:2*h, :2*w].reshape(h, 2, w, 2).mean((1, 3))
     sc = NormalSystem(n, m, c); lam_c = classic_lambda(c, m.shape)
     r = integrate_bini(sc, z0=zc0[m], z_prior=zc0[m], lam=lam_c, max_iter=nc, tol=0.0, cg_rtol=1e-3, solver="amg",
-                       hierarchy={"refresh_every": 3})
+                       hierarchy=AMGCache(refresh_every=3))
     corr = np.zeros((h, w)); corr[m] = r.z - zc0[m]
     # extend the correction to every coarse cell from its nearest coarse pixel in the mask
     idx = ndimage.distance_transform_edt(~m, return_distances=False, return_indices=True)
@@ -54,7 +55,7 @@ def coarse_then_fine(inp, z_img, nc, nf, lam):
     sf = NormalSystem(inp.normals, inp.mask, inp.camera)
     z1 = (zf + full)[inp.mask]
     r2 = integrate_bini(sf, z0=z1, z_prior=z1, lam=lam, max_iter=nf, tol=0.0, cg_rtol=1e-3, solver="amg",
-                        hierarchy={"refresh_every": 3})
+                        hierarchy=AMGCache(refresh_every=3))
     return sf.to_image(r2.z)
 
 meshes = {k: v for k, v in load_meshes(DEFAULT_MESH_DIR).items() if not is_validation(k)}
@@ -71,7 +72,7 @@ with limit_threads(1):
             t = time.perf_counter(); z = coarse_then_fine(inp, one.z, nc, nf, lam) if nc else None
             if nc == 0:
                 sf = NormalSystem(inp.normals, inp.mask, inp.camera); z1 = one.z[inp.mask]
-                r = integrate_bini(sf, z0=z1, z_prior=z1, lam=lam, max_iter=nf, tol=0.0, cg_rtol=1e-3, solver="amg", hierarchy={"refresh_every": 3})
+                r = integrate_bini(sf, z0=z1, z_prior=z1, lam=lam, max_iter=nf, tol=0.0, cg_rtol=1e-3, solver="amg", hierarchy=AMGCache(refresh_every=3))
                 z = sf.to_image(r.z)
             rec[f"{nc}+{nf}"] = (object_error(z, sc, persp), time.perf_counter() - t)
         t = time.perf_counter(); b = integrate(inp, "bini"); rec["bini"] = (object_error(b.z, sc, persp), time.perf_counter() - t)

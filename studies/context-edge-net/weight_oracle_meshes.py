@@ -21,13 +21,14 @@ import json
 import numpy as np
 import torch
 
+from fnin_cli.config import DEFAULT
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, make_mesh_scene
 from fnin_cli.model.inference import network_outputs
 from fnin_cli.model.weights import load_model
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import bini_layout, bini_weights
-from fnin_cli.solvers.stage2 import NETWORK_SIDE, SOLVE_RTOL, model_weights, stage2
+from fnin_cli.solvers.stage2 import model_weights, stage2
 from fnin_cli.solvers.system import NormalSystem
 from fnin_cli.train.config import VAL_SEED0
 from fnin_cli.train.feed import teacher_weights
@@ -43,7 +44,7 @@ SEED0 = VAL_SEED0 + 1_200_000
 
 def one_solve(system, z_r, lam, weights) -> np.ndarray:
     """The one-shot's Stage II with the given weights; the unknown as an image."""
-    z, _ = stage2(system, z_r, None, "fnin", lam, "amg", 2.0, SOLVE_RTOL, 5000, weights)
+    z, _ = stage2(system, z_r, weights, lam, "amg", DEFAULT.one_shot.solve_rtol)
     return system.to_image(z)
 
 
@@ -64,7 +65,7 @@ def main():
             inp = build_input(sc.normals, None, sc.mask, sc.K)
             persp = sc.K is not None
             system = NormalSystem(inp.normals, inp.mask, inp.camera)
-            z_img, om_img, p_img = network_outputs(model, inp, torch.device("cpu"), NETWORK_SIDE)
+            z_img, om_img, p_img = network_outputs(model, inp, torch.device("cpu"), DEFAULT.one_shot.network_side)
             z_r = z_img[inp.mask]
             lam = classic_lambda(inp.camera, inp.shape)
             unknown = sc.unknown[inp.mask]

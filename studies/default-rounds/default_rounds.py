@@ -10,7 +10,6 @@ applies the rule written down before the measurement. Usage::
     python studies/default-rounds/default_rounds.py --compare-stage2   # docs/decisions.md#stage2-before-rounds
     python studies/default-rounds/default_rounds.py --compare-refine-rtol   # docs/decisions.md#refine-rtol
     python studies/default-rounds/default_rounds.py --compare-refresh   # docs/decisions.md#refresh-every
-    python studies/default-rounds/default_rounds.py --compare-sweeps    # docs/decisions.md#amg-smoother
     python studies/default-rounds/default_rounds.py --compare-rebuild   # docs/decisions.md#rounds-rebuild
     python studies/default-rounds/default_rounds.py --compare-refresh-never   # docs/decisions.md#refresh-every
     python studies/default-rounds/default_rounds.py --check   # before measuring: the trajectory is integrate's, the rule's cost per scene
@@ -26,46 +25,49 @@ from pathlib import Path
 
 import numpy as np
 
-from fnin_cli import pipeline
+from fnin_cli.config import DEFAULT, IntegrationConfig
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, make_mesh_scene
-from fnin_cli.pipeline import build_input, classic_lambda, integrate
+from fnin_cli.pipeline import build_input, classic_lambda, integrate, rounds_prior
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import integrate_bini
 from fnin_cli.solvers.fnin import run_fnin
+from fnin_cli.solvers.linear import AMGCache
+from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD
 from fnin_cli.solvers.system import NormalSystem
 from fnin_cli.train.config import VAL_SEED0
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # studies/: the shared _lib
-from _lib import object_error, validation_meshes  # noqa: E402
+from _lib import object_error, validation_meshes, variant  # noqa: E402
 
 MAX_ROUNDS = (0, 2, 4, 6, 8, 12, 16, 24)
 TOLS = (0.0, 1e-3, 1e-2)
 SEED0 = VAL_SEED0 + 500_000
 
 
-def trajectory(sc, rounds: int):
+def trajectory(sc, rounds: int, config: IntegrationConfig = DEFAULT):
     """(one-shot seconds, [(cumulative round seconds, energy change, error, fixed point)],
     bini (seconds, error)).
 
-    The network and Stage II as ``pipeline.integrate`` runs them when rounds follow
-    (``STAGE2_BEFORE_ROUNDS``, its AMG hierarchy kept for the rounds), then
-    ``solvers.bini.integrate_bini`` with the pipeline's constants (the edge-net prior, its
-    k, ``REFINE_RTOL``, ``REFRESH_EVERY``, ``REBUILD_AFTER``) and no energy tolerance, the
-    error recorded after each round out of the clock. Where the rounds stop at a fixed
-    point (``integrate`` stops there too), that step is marked and the later ones repeat
-    it at no cost."""
+    The network and Stage II as ``pipeline.integrate`` runs them with ``config`` when
+    rounds follow (Stage II to ``config.rounds.stage2_rtol``, its AMG hierarchy kept for
+    the rounds), then ``solvers.bini.integrate_bini`` with the config's rounds (the
+    edge-net prior, its k, the inner tolerance, the refresh and rebuild schedule) and no
+    energy tolerance, the error recorded after each round out of the clock. Where the
+    rounds stop at a fixed point (``integrate`` stops there too), that step is marked and
+    the later ones repeat it at no cost."""
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     persp = sc.K is not None
+    rc = BY_NAME[DEFAULT_METHOD].rounds(config, None)
     t0 = time.perf_counter()
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
-    lam = classic_lambda(inp.camera, inp.shape)
-    cache = pipeline.rounds_hierarchy()
-    shared = pipeline.STAGE2_BEFORE_ROUNDS is not None
-    z0, *_, p_img = run_fnin(system, inp, lam=lam, rtol=pipeline.STAGE2_BEFORE_ROUNDS if shared else None,
+    lam = classic_lambda(inp.camera, inp.shape, config.solver.lam)
+    cache = AMGCache(rc.refresh_every, rc.rebuild_after)
+    shared = rc.stage2_rtol is not None
+    z0, *_, p_img = run_fnin(system, inp, config=config, lam=lam, rtol=rc.stage2_rtol if shared else None,
                              hierarchy=cache if shared else None)
     t_one = time.perf_counter() - t0
     steps = [(0.0, np.inf, object_error(system.to_image(z0), sc, persp), False)]
-    bias, k = pipeline.rounds_prior(system, p_img)
+    bias, k = rounds_prior(system, p_img, config)
     clock = {"rounds": 0.0, "since": time.perf_counter()}
 
     def record(it, energy, z):
@@ -73,15 +75,15 @@ def trajectory(sc, rounds: int):
         steps.append((clock["rounds"], None, object_error(system.to_image(z), sc, persp), False))
         clock["since"] = time.perf_counter()
 
-    r = integrate_bini(system, k=k, z0=z0, lam=lam, z_prior=z0, max_iter=rounds, tol=0.0, cg_rtol=pipeline.REFINE_RTOL,
-                       solver=pipeline.REFINE_SOLVER, hierarchy=cache, callback=record, bias=bias)
+    r = integrate_bini(system, k=k, z0=z0, lam=lam, z_prior=z0, max_iter=rounds, tol=0.0, cg_rtol=rc.inner_rtol,
+                       cg_maxiter=config.solver.maxiter, solver=rc.solver, hierarchy=cache, callback=record, bias=bias)
     fixed = len(r.history) - 1 < r.iterations          # the last round changed nothing
     energies = r.history + [r.history[-1]] * fixed
     steps[1:] = [(t, abs(e0 - e1) / e0 if e0 > 0 else 0.0, err, fixed and i == len(steps) - 1)
                  for i, ((t, _, err, _), e0, e1) in enumerate(zip(steps[1:], energies, energies[1:]), 1)]
     steps += [steps[-1][:3] + (True,)] * (rounds - r.iterations)
     t0 = time.perf_counter()
-    rb = integrate(inp, "bini")
+    rb = integrate(inp, "bini", config=config)
     t_bini = time.perf_counter() - t0
     return t_one, steps, (t_bini, object_error(rb.z, sc, persp))
 
@@ -123,16 +125,16 @@ def check(meshes) -> None:
     drifted trajectory once chose the rounds on k = 2 where the pipeline ran k = 3), and
     the stop-27 rule's cost is the mean of per-scene ratios, not the ratio of sums."""
     global MAX_ROUNDS, TOLS
-    from fnin_cli.solvers.registry import DEFAULT_ROUNDS
-
     sc = make_mesh_scene(5, meshes, 128, noise=False)   # objects of at least MIN_OBJECT_PIXELS
-    _, steps, _ = trajectory(sc, DEFAULT_ROUNDS.max_rounds)
-    kept = next(i for i in range(1, len(steps))
-                if steps[i][1] < DEFAULT_ROUNDS.tol or steps[i][3] or i == DEFAULT_ROUNDS.max_rounds)
-    res = integrate(build_input(sc.normals, None, sc.mask, sc.K))
-    assert res.rounds == kept, (res.rounds, kept)
-    err = object_error(res.z, sc, sc.K is not None)
-    assert steps[kept][2] == err and err == err, (steps[kept][2], err)   # equal, and not NaN
+    # the shipped rounds, and a hierarchy rebuilt after every round that iterated at all
+    for config in (DEFAULT, variant(rounds={"rebuild_after": 0})):
+        rc = config.rounds
+        _, steps, _ = trajectory(sc, rc.max_rounds, config)
+        kept = next(i for i in range(1, len(steps)) if steps[i][1] < rc.tol or steps[i][3] or i == rc.max_rounds)
+        res = integrate(build_input(sc.normals, None, sc.mask, sc.K), config=config)
+        assert res.rounds == kept, (res.rounds, kept)
+        err = object_error(res.z, sc, sc.K is not None)
+        assert steps[kept][2] == err and err == err, (steps[kept][2], err)   # equal, and not NaN
     # (cumulative round seconds, energy change, error, fixed point): 2 rounds cost 1 s more
     saved, (MAX_ROUNDS, TOLS) = (MAX_ROUNDS, TOLS), ((0, 2), (0.0,))
     try:
@@ -146,27 +148,21 @@ def check(meshes) -> None:
     print("checks passed: the trajectory stops where integrate does, with its error; the cost is per scene")
 
 
-def compare_default(meshes, scenes: int, size: int, out: str, constant: str, candidates: dict, seed0: int = SEED0,
-                    module=None, refine=None, width: int | None = None):
-    """The default with ``<module>.<constant>`` (default ``pipeline``) at each of
-    ``candidates`` (name -> value; the first is today's), interleaved per scene, same
-    process; the cheapest candidate within 1% of today's mean error and faster than it is
-    adopted. ``refine``: as ``integrate``'s (0: the one-shot); scenes ``size`` high and
-    ``width`` (default ``size``) wide."""
-    from fnin_cli import pipeline
-
-    module = pipeline if module is None else module
-    shipped = getattr(module, constant)
+def compare_default(meshes, scenes: int, size: int, out: str, field: str, candidates: dict, seed0: int = SEED0,
+                    refine=None, width: int | None = None):
+    """The default with each configuration of ``candidates`` (name -> IntegrationConfig,
+    the first today's; ``field`` names what differs, for the record), interleaved per
+    scene, same process; the cheapest candidate within 1% of today's mean error and faster
+    than it is adopted. ``refine``: as ``integrate``'s (0: the one-shot); scenes ``size``
+    high and ``width`` (default ``size``) wide."""
     res = {name: [] for name in candidates}
     for i in range(scenes):
         sc = make_mesh_scene(seed0 + i, meshes, size, width)
         inp = build_input(sc.normals, None, sc.mask, sc.K)
-        for name, value in candidates.items():
-            setattr(module, constant, value)
+        for name, config in candidates.items():
             t = time.perf_counter()
-            r = integrate(inp, refine=refine)
+            r = integrate(inp, refine=refine, config=config)
             res[name].append((object_error(r.z, sc, sc.K is not None), time.perf_counter() - t, r.rounds))
-        setattr(module, constant, shipped)
         print(i, {k: tuple(round(x, 4) for x in v[-1]) for k, v in res.items()}, flush=True)
     summary = {k: {"error": float(np.mean([x[0] for x in v])), "seconds": float(sum(x[1] for x in v))}
                for k, v in res.items()}
@@ -175,7 +171,7 @@ def compare_default(meshes, scenes: int, size: int, out: str, constant: str, can
           and summary[k]["seconds"] < today["seconds"]]
     summary["adopt"] = min(ok, key=lambda k: summary[k]["seconds"]) if ok else None
     with open(out, "w") as fh:
-        json.dump({"constant": constant, "per_scene": res, **summary}, fh, indent=1)
+        json.dump({"constant": field, "per_scene": res, **summary}, fh, indent=1)
     print(summary)
 
 
@@ -194,7 +190,6 @@ def main():
     ap.add_argument("--compare-stage2", action="store_true")
     ap.add_argument("--compare-refine-rtol", action="store_true")
     ap.add_argument("--compare-refresh", action="store_true")
-    ap.add_argument("--compare-sweeps", action="store_true")
     ap.add_argument("--compare-rebuild", action="store_true")
     ap.add_argument("--compare-refresh-never", action="store_true")
     ap.add_argument("--check", action="store_true", help="the script's own checks (a small mesh scene), then exit")
@@ -210,36 +205,33 @@ def main():
     if a.compare_stage2:   # shipped then: None
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/stage2_before_rounds.json",
-                            "STAGE2_BEFORE_ROUNDS", {"shipped": None, "candidate": 1e-3})
+                            "rounds.stage2_rtol", {"shipped": variant(rounds={"stage2_rtol": None}),
+                                                   "candidate": variant(rounds={"stage2_rtol": 1e-3})})
         return
     if a.compare_refine_rtol:
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/refine_rtol.json",
-                            "REFINE_RTOL", {"1e-3": 1e-3, "3e-3": 3e-3, "1e-2": 1e-2})
+                            "rounds.inner_rtol", {n: variant(rounds={"inner_rtol": float(n)}) for n in ("1e-3", "3e-3", "1e-2")})
         return
     if a.compare_refresh:   # fresh scenes: seeds no earlier choice used
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/refresh_every.json",
-                            "REFRESH_EVERY", {"1": 1, "2": 2, "3": 3}, seed0=SEED0 + 100_000)
-        return
-    if a.compare_sweeps:    # fresh scenes again; the default, then the one-shot
-        from fnin_cli.solvers import linear
-
-        with limit_threads(1):
-            for refine, name in ((None, "default"), (0, "one_shot")):
-                compare_default(meshes, a.scenes, a.size, a.out or f"studies/default-rounds/results/vcycle_sweeps_{name}.json",
-                                "VCYCLE_SWEEPS", {"symmetric": "symmetric", "one-each": "one-each"},
-                                seed0=SEED0 + 200_000, module=linear, refine=refine)
+                            "rounds.refresh_every", {str(k): variant(rounds={"refresh_every": k}) for k in (1, 2, 3)},
+                            seed0=SEED0 + 100_000)
         return
     if a.compare_rebuild:   # fresh scenes at the size of the issue's time targets
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/rounds_rebuild.json",
-                            "REBUILD_AFTER", {"never": None, "6": 6, "8": 8}, seed0=a.seed0, width=a.width)
+                            "rounds.rebuild_after", {n: variant(rounds={"rebuild_after": v}) for n, v in
+                                                     (("never", None), ("6", 6), ("8", 8))},
+                            seed0=a.seed0, width=a.width)
         return
     if a.compare_refresh_never:   # with the rebuilds, at the size of the issue's time targets
         with limit_threads(1):
             compare_default(meshes, a.scenes, a.size, a.out or "studies/default-rounds/results/refresh_never.json",
-                            "REFRESH_EVERY", {"3": 3, "never": None}, seed0=a.seed0, width=a.width)
+                            "rounds.refresh_every", {n: variant(rounds={"refresh_every": v}) for n, v in
+                                                     (("3", 3), ("never", None))},
+                            seed0=a.seed0, width=a.width)
         return
     if a.records:   # the rule again, on recorded trajectories (e.g. --cost sum on an earlier file)
         with open(a.records) as fh:

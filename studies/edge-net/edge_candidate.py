@@ -14,10 +14,10 @@ import json
 import numpy as np
 import torch
 
+from fnin_cli.config import DEFAULT
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR
 from fnin_cli.model import DEFAULT_WEIGHTS
 from fnin_cli.model.weights import load_model
-from fnin_cli.solvers import stage2
 from fnin_cli.train.config import VAL_SEED0
 
 import sys
@@ -39,9 +39,8 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     meshes = validation_meshes(a.meshes)
-    a_now = stage2.EDGE_SHARPNESS
-    configs = {"shipped": (a_now, load_model(DEFAULT_WEIGHTS, "cpu")),
-               "candidate": (a_now, load_model(a.candidate, "cpu"))}
+    configs = {"shipped": (DEFAULT, load_model(DEFAULT_WEIGHTS, "cpu")),
+               "candidate": (DEFAULT, load_model(a.candidate, "cpu"))}
     rec = evaluate(configs, meshes, a.scenes, a.size, VAL_SEED0 + a.mesh_offset, VAL_SEED0 + a.proc_offset)
     summary = {n: {k: float(np.mean(v)) for k, v in r.items()} for n, r in rec.items()}
     ships = passes(summary["candidate"], summary["shipped"])

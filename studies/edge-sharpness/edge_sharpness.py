@@ -1,7 +1,7 @@
 """The edge weights' sharpness at inference, on real-mesh and procedural scenes
 (docs/decisions.md#edge-sharpness).
 
-For each candidate ``solvers.stage2.EDGE_SHARPNESS`` (the first is today's), on fresh
+For each candidate ``config.OneShotConfig.edge_sharpness`` (the first is today's), on fresh
 scenes never used for training or an earlier choice: the one-shot (``refine=0``) and the
 default on 24 scenes rendered from the validation meshes (per-object error of
 ``default_rounds.object_error``) and the one-shot on 24 procedural scenes (the synthetic
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # studies/: the shared _lib
-from _lib import evaluate, parse_args, passes, validation_meshes  # noqa: E402
+from _lib import evaluate, parse_args, passes, validation_meshes, variant  # noqa: E402
 
 CANDIDATES = (2.0, 3.0, 4.0)
 MESH_SEED0 = VAL_SEED0 + 800_000
@@ -43,7 +43,7 @@ def main():
     a = parse_args(__doc__.splitlines()[0], "studies/edge-sharpness/results/edge_sharpness_meshes.json", scenes=24, dev=False)
     torch.set_num_threads(1)
     meshes = validation_meshes(a.meshes)
-    rec = evaluate({str(c): (c, None) for c in CANDIDATES}, meshes, a.scenes, a.size, MESH_SEED0, PROC_SEED0)
+    rec = evaluate({str(c): (variant(one_shot={"edge_sharpness": c}), None) for c in CANDIDATES}, meshes, a.scenes, a.size, MESH_SEED0, PROC_SEED0)
     summary = {c: {k: float(np.mean(v)) for k, v in r.items()} for c, r in rec.items()}
     chosen = apply_rule(summary)
     with open(a.out, "w") as fh:

@@ -27,6 +27,7 @@ from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import integrate_bini
 from fnin_cli.solvers.fnin import run_fnin
+from fnin_cli.solvers.linear import AMGCache
 from fnin_cli.solvers.system import NormalSystem
 
 from pathlib import Path
@@ -120,7 +121,7 @@ def main():
             e = lambda z: object_error(system.to_image(z), sc, persp)
             def rounds(z0):
                 return integrate_bini(system, k=2.0, z0=z0, lam=lam, z_prior=z0, max_iter=8, tol=1e-3, cg_rtol=1e-3,
-                                      solver="amg", hierarchy={"refresh_every": 3}).z
+                                      solver="amg", hierarchy=AMGCache(refresh_every=3)).z
             d1 = e(rounds(z1))
             res["base"]["one"].append(e(z1)); res["base"]["dflt"].append(d1)
             line = [f"{i:2d} base {e(z1):.4f}/{d1:.4f}"]

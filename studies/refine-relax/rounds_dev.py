@@ -24,6 +24,7 @@ from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_mesh
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import _weights_and_energy
+from fnin_cli.solvers.linear import AMGCache
 from fnin_cli.solvers.system import NormalSystem
 
 from pathlib import Path
@@ -34,7 +35,7 @@ from _lib import object_error  # noqa: E402
 
 def rounds(system, z0, lam, beta=1.0, anderson=0, ks=(), check=(4, 8)) -> dict:
     """The iterate after each round in ``check`` ({round: z})."""
-    z, cache, out = z0.copy(), {"refresh_every": 3}, {}
+    z, cache, out = z0.copy(), AMGCache(refresh_every=3), {}
     w, energy = _weights_and_energy(system, z, ks[0] if ks else 2.0)
     hist_g, hist_x = [], []
     for it in range(1, max(check) + 1):

@@ -32,6 +32,7 @@ from fnin_cli.bench.cases import resolve_cases, unknown_made
 from fnin_cli.pipeline import build_input, classic_lambda
 from fnin_cli.resources import cuda_synchronize
 from fnin_cli.solvers.bini import integrate_bini
+from fnin_cli.solvers.linear import AMGCache
 from fnin_cli.data.synthetic import make_scene, relative_error
 from fnin_cli.train.config import VAL_SEED0
 from fnin_cli.solvers.system import NormalSystem
@@ -79,7 +80,7 @@ def main():
         z0, *_ = solvers_fnin.run_fnin(system, inp, model=model, lam=lam)
         for s in solvers:
             solver = "amg" if s == "amg-refresh" else s
-            hierarchy = {} if s == "amg-refresh" else None
+            hierarchy = AMGCache() if s == "amg-refresh" else None
             integrate_bini(system, z0=z0, lam=lam, max_iter=1, tol=0.0, solver=solver)   # warm-up
             z, errs, secs = z0, [error(system, z0)], [0.0]
             for _ in range(a.rounds):

@@ -1,4 +1,4 @@
-"""The edge net's prior in the rounds after FNIN (``pipeline.ROUNDS_EDGE_PRIOR``) against
+"""The edge net's prior in the rounds after FNIN (``config.RoundsConfig.edge_prior``) against
 BiNI's own weights, by the rule of docs/decisions.md#rounds-edge-prior, written before
 the run.
 
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # studies/: the shared _lib
-from _lib import choose_default, evaluate_default, parse_args, report, scene_sets, summarise  # noqa: E402
+from _lib import choose_default, evaluate_default, parse_args, report, scene_sets, summarise, variant  # noqa: E402
 
 CANDIDATES = (0.3, 0.5, 0.7)
 MESH_SEED0 = VAL_SEED0 + 2_000_000
@@ -41,9 +41,10 @@ def apply_rule(summary: dict):
 def main():
     a = parse_args(__doc__.splitlines()[0], "studies/rounds-edge-prior/results/rounds_edge_prior.json")
     torch.set_num_threads(1)
-    names = ["off"] + [str(c) for c in CANDIDATES]
+    configs = {"off": variant(rounds={"edge_prior": None}),
+               **{str(c): variant(rounds={"edge_prior": c}) for c in CANDIDATES}}
     seeds, meshes = scene_sets(a, MESH_SEED0, PROC_SEED0)
-    rec = evaluate_default(names, meshes, a.scenes, a.size, *seeds)
+    rec = evaluate_default(configs, meshes, a.scenes, a.size, *seeds)
     report(a, seeds, rec, summarise(rec, "default_meshes"), apply_rule)
 
 

@@ -21,6 +21,7 @@ from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, is_validation, load_mesh
 from fnin_cli.pipeline import build_input, classic_lambda, integrate
 from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.bini import bini_weights
+from fnin_cli.solvers.linear import AMGCache
 from fnin_cli.solvers.system import NormalSystem
 
 import sys
@@ -43,7 +44,7 @@ def scene_record(sc) -> dict:
     z0 = res.z[inp.mask]
     rec = {"one": object_error(res.z, sc, persp)}
     for name, k_of in SCHEDULES.items():
-        z, cache, errs = z0.copy(), {}, {}
+        z, cache, errs = z0.copy(), AMGCache(), {}
         w = bini_weights(system, z, k_of(0))
         for i in range(1, max(CHECK) + 1):
             z, _ = system.solve(w, lam=lam, z_prior=z0, x0=z, method="amg", rtol=1e-3, hierarchy=cache)

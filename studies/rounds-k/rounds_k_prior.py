@@ -1,11 +1,11 @@
-"""BiNI's sharpness k in the rounds that carry the edge-net prior (``pipeline.ROUNDS_K``)
+"""BiNI's sharpness k in the rounds that carry the edge-net prior (``config.RoundsConfig.k``)
 against BiNI's own k = 2, by the rule of docs/decisions.md#rounds-k-with-prior, written
 before the run.
 
 On fresh scenes never used for training or an earlier choice (48 validation-mesh scenes
 from ``VAL_SEED0 + 2_300_000``, 48 procedural ones from ``VAL_SEED0 + 230_000``, 384 px),
 the default with each k, the configurations in a rotated order per scene, one thread
-(``rounds_edge_prior.evaluate``)::
+(``_lib.evaluate_default``)::
 
     python studies/rounds-k/rounds_k_prior.py [--scenes 48] [--out studies/rounds-k/results/rounds_k_prior.json]
 
@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # studies/: the shared _lib
-from _lib import choose_default, evaluate_default, parse_args, report, scene_sets, summarise  # noqa: E402
+from _lib import choose_default, evaluate_default, parse_args, report, scene_sets, summarise, variant  # noqa: E402
 
 CANDIDATES = (2.5, 3.0)
 MESH_SEED0 = VAL_SEED0 + 2_300_000
@@ -40,9 +40,9 @@ def apply_rule(summary: dict):
 def main():
     a = parse_args(__doc__.splitlines()[0], "studies/rounds-k/results/rounds_k_prior.json")
     torch.set_num_threads(1)
-    names = ["off"] + [str(c) for c in CANDIDATES]
+    configs = {"off": variant(rounds={"k": None}), **{str(c): variant(rounds={"k": c}) for c in CANDIDATES}}
     seeds, meshes = scene_sets(a, MESH_SEED0, PROC_SEED0)
-    rec = evaluate_default(names, meshes, a.scenes, a.size, *seeds, constant="ROUNDS_K")
+    rec = evaluate_default(configs, meshes, a.scenes, a.size, *seeds)
     report(a, seeds, rec, summarise(rec, "default_meshes"), apply_rule)
 
 

@@ -18,7 +18,6 @@ import time
 import numpy as np
 import torch
 
-from fnin_cli import pipeline
 from fnin_cli.data.mesh_scenes import make_mesh_scene
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
@@ -28,7 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # studies/: the shared _lib
-from _lib import object_errors, parse_args, validation_meshes  # noqa: E402
+from _lib import object_errors, parse_args, validation_meshes, variant  # noqa: E402
 
 CANDIDATES = (2.0, 2.5, 3.0)
 SEED0 = VAL_SEED0 + 2_500_000
@@ -53,22 +52,18 @@ def main():
     meshes = validation_meshes(a.meshes)
     names = [str(k) for k in CANDIDATES]
     rec = {n: {"errors": [], "seconds": 0.0} for n in names + ["bini"]}
-    shipped = pipeline.ROUNDS_K
+    configs = {n: variant(rounds={"k": float(n)}) for n in names}
     with limit_threads(1):
-        try:
-            for i in range(a.scenes):
-                sc = make_mesh_scene(a.seed0 + i, meshes, a.size, a.width)
-                inp = build_input(sc.normals, None, sc.mask, sc.K)
-                persp = sc.K is not None
-                for name in ["bini"] + names[i % len(names):] + names[:i % len(names)]:
-                    pipeline.ROUNDS_K = None if name == "bini" else float(name)
-                    t0 = time.perf_counter()
-                    r = integrate(inp, "bini") if name == "bini" else integrate(inp)
-                    rec[name]["seconds"] += time.perf_counter() - t0
-                    rec[name]["errors"].append(object_errors(r.z, sc, persp))
-                print(i, {n: [round(e, 4) for e in rec[n]["errors"][-1]] for n in rec}, flush=True)
-        finally:
-            pipeline.ROUNDS_K = shipped
+        for i in range(a.scenes):
+            sc = make_mesh_scene(a.seed0 + i, meshes, a.size, a.width)
+            inp = build_input(sc.normals, None, sc.mask, sc.K)
+            persp = sc.K is not None
+            for name in ["bini"] + names[i % len(names):] + names[:i % len(names)]:
+                t0 = time.perf_counter()
+                r = integrate(inp, "bini") if name == "bini" else integrate(inp, config=configs[name])
+                rec[name]["seconds"] += time.perf_counter() - t0
+                rec[name]["errors"].append(object_errors(r.z, sc, persp))
+            print(i, {n: [round(e, 4) for e in rec[n]["errors"][-1]] for n in rec}, flush=True)
     bini = [e for errs in rec["bini"]["errors"] for e in errs]
     summary = {"bini": {"error": float(np.mean(bini)), "objects": len(bini), "seconds": rec["bini"]["seconds"]}}
     for n in names:

@@ -1,4 +1,4 @@
-"""The sliver gate in Stage II (``solvers.stage2.SLIVER_GATE``) against today's paired
+"""The sliver gate in Stage II (``config.OneShotConfig.sliver_gate``) against today's paired
 weights, by the rule of docs/decisions.md#sliver-gate, written before the run.
 
 On fresh scenes never used for training or an earlier choice (48 validation-mesh scenes
@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import torch
 
-from fnin_cli.solvers import stage2
 from fnin_cli.train.config import VAL_SEED0
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # studies/: the shared _lib
-from _lib import evaluate, parse_args, report, scene_sets, summarise  # noqa: E402
+from _lib import evaluate, parse_args, report, scene_sets, summarise, variant  # noqa: E402
 
 CANDIDATES = (0.2, 0.5)
 MESH_SEED0 = VAL_SEED0 + 1_800_000
@@ -50,8 +49,8 @@ def apply_rule(summary: dict):
 def main():
     a = parse_args(__doc__.splitlines()[0], "studies/sliver-gate/results/sliver_gate.json")
     torch.set_num_threads(1)
-    a_now = stage2.EDGE_SHARPNESS
-    configs = {"off": (a_now, None, None), **{str(t): (a_now, None, t) for t in CANDIDATES}}
+    configs = {"off": (variant(one_shot={"sliver_gate": None}), None),
+               **{str(t): (variant(one_shot={"sliver_gate": t}), None) for t in CANDIDATES}}
     seeds, meshes = scene_sets(a, MESH_SEED0, PROC_SEED0)
     rec = evaluate(configs, meshes, a.scenes, a.size, *seeds)
     report(a, seeds, rec, summarise(rec, "oneshot_meshes"), apply_rule)

@@ -1,4 +1,4 @@
-"""Stage II's AMG-PCG tolerance for the one-shot (``solvers.stage2.SOLVE_RTOL``) chosen on
+"""Stage II's AMG-PCG tolerance for the one-shot (``config.OneShotConfig.solve_rtol``) chosen on
 validation-mesh scenes against the exact (sparse LU) solve, by the rule of
 docs/decisions.md#solve-rtol (stop 24), written before the run.
 
@@ -21,14 +21,13 @@ import torch
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR, make_mesh_scene
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
-from fnin_cli.solvers import stage2
 from fnin_cli.train.config import VAL_SEED0
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # studies/: the shared _lib
-from _lib import object_error, validation_meshes  # noqa: E402
+from _lib import object_error, validation_meshes, variant  # noqa: E402
 
 CANDIDATES = (1e-3, 1e-4, 1e-5, 1e-6)
 SEED0 = VAL_SEED0 + 2_600_000
@@ -59,23 +58,19 @@ def main():
     meshes = validation_meshes(a.meshes)
     names = ["direct"] + [str(c) for c in CANDIDATES]
     rec = {n: {"error": [], "seconds": []} for n in names}
-    shipped = stage2.SOLVE_RTOL
+    configs = {n: variant() if n == "direct" else variant(one_shot={"solve_rtol": float(n)}) for n in names}
     with limit_threads(1):
-        try:
-            warm = make_mesh_scene(a.seed0, meshes, 64, 64)
-            integrate(build_input(warm.normals, None, warm.mask, warm.K), refine=0)
-            for i in range(a.scenes):
-                sc = make_mesh_scene(a.seed0 + i, meshes, 512, 612)
-                inp = build_input(sc.normals, None, sc.mask, sc.K)
-                for name in names[i % len(names):] + names[:i % len(names)]:
-                    stage2.SOLVE_RTOL = shipped if name == "direct" else float(name)
-                    t0 = time.perf_counter()
-                    r = integrate(inp, refine=0, solver="direct" if name == "direct" else "auto")
-                    rec[name]["seconds"].append(time.perf_counter() - t0)
-                    rec[name]["error"].append(object_error(r.z, sc, sc.K is not None))
-                print(i, {n: round(rec[n]["error"][-1], 5) for n in names}, flush=True)
-        finally:
-            stage2.SOLVE_RTOL = shipped
+        warm = make_mesh_scene(a.seed0, meshes, 64, 64)
+        integrate(build_input(warm.normals, None, warm.mask, warm.K), refine=0)
+        for i in range(a.scenes):
+            sc = make_mesh_scene(a.seed0 + i, meshes, 512, 612)
+            inp = build_input(sc.normals, None, sc.mask, sc.K)
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                t0 = time.perf_counter()
+                r = integrate(inp, refine=0, solver="direct" if name == "direct" else "auto", config=configs[name])
+                rec[name]["seconds"].append(time.perf_counter() - t0)
+                rec[name]["error"].append(object_error(r.z, sc, sc.K is not None))
+            print(i, {n: round(rec[n]["error"][-1], 5) for n in names}, flush=True)
     summary = {n: {"error": float(np.mean(r["error"])), "seconds": float(np.sum(r["seconds"])),
                    "close_to_exact": n == "direct" or close_to_exact(r["error"], rec["direct"]["error"])}
                for n, r in rec.items()}
