@@ -20,13 +20,13 @@ import numpy as np
 from .errors import FninError
 
 # sign flips that take file components to the internal frame (involutions)
-_SIGNS = {
+SIGNS = {
     "ps": np.array([1.0, -1.0, -1.0]),
     "opencv": np.array([1.0, 1.0, 1.0]),
     "directx": np.array([1.0, 1.0, -1.0]),
 }
 ALIASES = {"opengl": "ps", "green-up": "ps", "green-down": "directx", "cv": "opencv"}
-CONVENTIONS = tuple(_SIGNS) + tuple(ALIASES)
+CONVENTIONS = tuple(SIGNS) + tuple(ALIASES)
 
 FLIP_HINT = (
     "try --convention ps (x right, y up, z toward viewer), opencv (y down, z away) "
@@ -36,19 +36,19 @@ FLIP_HINT = (
 
 def canonical(name: str) -> str:
     key = ALIASES.get(name.lower(), name.lower())
-    if key not in _SIGNS:
+    if key not in SIGNS:
         raise FninError(f"unknown normal convention '{name}'; use one of {', '.join(CONVENTIONS)}")
     return key
 
 
 def to_internal(n: np.ndarray, convention: str = "ps") -> np.ndarray:
     """File-convention vectors (..., 3) to the internal OpenCV frame."""
-    return n * _SIGNS[canonical(convention)].astype(n.dtype)
+    return n * SIGNS[canonical(convention)].astype(n.dtype)
 
 
 def from_internal(n: np.ndarray, convention: str = "ps") -> np.ndarray:
     """Internal OpenCV-frame vectors (..., 3) to a file convention."""
-    return n * _SIGNS[canonical(convention)].astype(n.dtype)
+    return n * SIGNS[canonical(convention)].astype(n.dtype)
 
 
 def decode(arr: np.ndarray, bitdepth: int | None) -> np.ndarray:

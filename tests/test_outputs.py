@@ -44,7 +44,7 @@ def _fake_terminal(monkeypatch, terminal=True):
     from fnin_cli.cli import integrate as cli_integrate
 
     buf = _io.StringIO()
-    monkeypatch.setattr(cli_integrate, "_stderr_console",
+    monkeypatch.setattr(cli_integrate, "stderr_console",
                         lambda: Console(file=buf, force_terminal=terminal, width=120))
     monkeypatch.setattr(progress, "STATUS_DELAY", 0.0)
     return buf

@@ -11,7 +11,7 @@ import numpy as np
 from ..conventions import canonical
 from ..errors import FninError
 from ..model import DEFAULT_WEIGHTS
-from ..pipeline import parse_channels
+from ..pipeline import parse_channels, run_config
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
 
 
@@ -108,6 +108,11 @@ class Options:
             raise UsageError("the bundled FNIN weights are missing from this installation; pass --model PATH "
                              "(a trained .safetensors) or use --method bini or wls", DEFAULT_WEIGHTS)
         return self
+
+    def run_config(self) -> dict:
+        """The integration configuration these options run (``--show-config``; the
+        ``--json`` record's "config"): :func:`fnin_cli.pipeline.run_config`."""
+        return run_config(self.method, self.refine, network_side=self.network_side)
 
 
 def parse_depth_at(text: str) -> tuple[int, int, float]:

@@ -147,6 +147,7 @@ def new_record(job: Job, options: Options) -> dict:
         "outputs": {}, "method": options.method, "refine": options.refine,
         "camera": None, "shape": None, "pixels": None, "seconds": {},
         "scale_note": None, "warnings": [], "peak_rss_mb": None, "convention": None,
+        "config": options.run_config(),
     }
 
 
@@ -465,5 +466,5 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
-            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention")
+            "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "config")
     return {k: rec.get(k) for k in keys}

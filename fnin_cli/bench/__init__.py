@@ -8,7 +8,7 @@
 from .cases import (DILIGENT_OBJECTS, GT_FILE, GT_KEY, Case, align_and_errors, diligent_dir, resolve_cases,
                     synthetic_cases, unknown_made)
 from .report import rich_table, summary_png, write_case_outputs, write_csv, write_json
-from .runner import DEFAULT_METHODS, _child_main, failed_runs, machine_info, run_bench, run_one
+from .runner import DEFAULT_METHODS, child_main, failed_runs, machine_info, run_bench, run_one
 
 __all__ = ["DEFAULT_METHODS", "DILIGENT_OBJECTS", "GT_FILE", "GT_KEY", "Case", "align_and_errors", "diligent_dir",
            "failed_runs", "machine_info", "resolve_cases", "rich_table", "run_bench", "run_one", "summary_png",

@@ -221,7 +221,7 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
     return rec
 
 
-def _child_main():
+def child_main():
     """Entry of an ``--isolate`` subprocess: one JSON job on stdin, one record on stdout."""
     job = json.loads(sys.stdin.read())
     # a child of its own: nothing to restore
@@ -246,7 +246,7 @@ def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, 
     job = {"case": asdict(case), "method": method, "threads": threads, "refine": refine, "device": device,
            "out_dir": None if out_dir is None else str(out_dir), "mesh": mesh, "warmup": warmup,
            "model": None if model_path is None else str(model_path)}
-    proc = subprocess.run([sys.executable, "-c", "from fnin_cli.bench import _child_main; _child_main()"],
+    proc = subprocess.run([sys.executable, "-c", "from fnin_cli.bench import child_main; child_main()"],
                           input=json.dumps(job), capture_output=True, text=True, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..camera import Camera
 from .. import conventions
-from ..conventions import _SIGNS, canonical
+from ..conventions import SIGNS, canonical
 from ..errors import FninError
 
 # --- thresholds: correct maps score 0.04-0.25, wrong decodings 0.47-0.91 on shared/data and
@@ -68,7 +68,7 @@ FLIPS = {"": (1.0, 1.0, 1.0), "y": (1.0, -1.0, 1.0), "z": (1.0, 1.0, -1.0), "yz"
 class Decoding:
     """How raw file values become internal (OpenCV-frame) vectors.
 
-    ``signs`` are the file-to-internal sign flips (``conventions._SIGNS`` for the named
+    ``signs`` are the file-to-internal sign flips (``conventions.SIGNS`` for the named
     conventions), ``channels`` the stored order ('rgb' or 'bgr'), ``float_encoding`` how a
     float file stores n: 'raw' (n itself) or 'half' ((n + 1) / 2). Integer images are
     always colour codes (n + 1) / 2 scaled to the type's range.
@@ -81,7 +81,7 @@ class Decoding:
     @property
     def convention(self) -> str | None:
         """The named ``--convention`` with these signs, or None (e.g. z alone flipped)."""
-        for name, s in _SIGNS.items():
+        for name, s in SIGNS.items():
             if tuple(float(x) for x in s) == tuple(self.signs):
                 return name
         return None
@@ -117,7 +117,7 @@ def given_decoding(convention: str = "ps", channels: str = "rgb", float_encoding
         raise FninError(f"unknown channel order '{channels}'; use rgb or bgr")
     if float_encoding not in ("raw", "half"):
         raise FninError(f"unknown float encoding '{float_encoding}'; use raw or half")
-    signs = tuple(float(x) for x in _SIGNS[canonical(convention)])
+    signs = tuple(float(x) for x in SIGNS[canonical(convention)])
     return Decoding(signs, channels, float_encoding)
 
 

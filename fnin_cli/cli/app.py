@@ -17,12 +17,13 @@ def _root():
     """fnin: normal integration from the shell."""
 
 
-def _die(message: str, code: int = 2):
+def die(message: str, code: int = 2):
+    """Print "error: message" on stderr and exit with ``code`` (2: usage)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 
 
-def _command_line(ctx) -> str:
+def command_line(ctx) -> str:
     """The running command as a shell line, rebuilt from its parsed options (what the
     model card records; also right when the CLI is invoked in-process)."""
     words = [ctx.command_path if ctx.command_path.startswith("fnin") else f"fnin {ctx.info_name}"]
@@ -36,7 +37,7 @@ def _command_line(ctx) -> str:
     return " ".join(words)
 
 
-def _stderr_console():
+def stderr_console():
     """Rich console on stderr; when stderr is not a terminal (logs, CI), 160 columns
     instead of rich's 80, so the bench and summary tables are not truncated."""
     from rich.console import Console

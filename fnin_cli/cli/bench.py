@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import FninError
-from .app import _die, _stderr_console, app
+from .app import die, stderr_console, app
 
 
 @app.command(no_args_is_help=True)
@@ -59,14 +59,14 @@ def bench(
     try:
         wanted = parse_methods(methods)
     except FninError as exc:
-        _die(str(exc))
+        die(str(exc))
     if refine is not None and refine < 0:
-        _die(f"--refine must be 0 or more, got {refine}")
+        die(f"--refine must be 0 or more, got {refine}")
     if mesh and out_dir is None:
-        _die("--mesh needs --out-dir")
+        die("--mesh needs --out-dir")
     for p in (json_path, csv_path):
         if p is not None and not p.parent.is_dir():
-            _die(f"{p.parent}: output folder does not exist; create it first")
+            die(f"{p.parent}: output folder does not exist; create it first")
     try:
         if meshes is not None and source != "meshes":
             raise FninError("--meshes goes with `fnin bench meshes`")
@@ -77,8 +77,8 @@ def bench(
 
             load_model(model, "cpu")   # a missing or broken file stops here, before the progress bar
     except FninError as exc:
-        _die(str(exc))
-    console = _stderr_console()
+        die(str(exc))
+    console = stderr_console()
     with Progress(TextColumn("[bold]bench"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console) as prog:
         task = prog.add_task("bench", total=len(cases) * len(wanted), info="warm-up")
@@ -91,7 +91,7 @@ def bench(
                                progress=cb, refine=refine, device=device, isolate=isolate, dataset=dataset,
                                model_path=model, repeat=repeat)
         except FninError as exc:
-            _die(str(exc))
+            die(str(exc))
     console.print(rich_table(report))
     failed = failed_runs(report)
     for method, error, failed_cases in failed:

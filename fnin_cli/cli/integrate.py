@@ -18,7 +18,7 @@ from ..batch.runner import all_outputs_complete, record_json, run_jobs
 from ..errors import FninError
 from ..config import DEFAULT
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
-from .app import _die, _stderr_console, app
+from .app import die, stderr_console, app
 
 _INTEGRATE_HELP = """Integrate normal maps into meshes and depth maps.
 
@@ -45,8 +45,10 @@ per input on stdout; messages, progress and the summary go to stderr.
 
 @app.command("integrate", help=_INTEGRATE_HELP, no_args_is_help=True)
 def integrate_cmd(
-    inputs: list[str] = typer.Argument(..., metavar="INPUT...", show_default=False,
-                                       help="normal-map files, DiLiGenT-layout folders or glob patterns"),
+    ctx: typer.Context,
+    inputs: Optional[list[str]] = typer.Argument(None, metavar="INPUT...", show_default=False,
+                                                 help="normal-map files, DiLiGenT-layout folders or glob patterns "
+                                                 "(required but for --show-config)"),
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="output file for one input (.ply .obj mesh, "
                                        ".exr .npy .png .tif depth)"),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="folder for the outputs of several inputs"),
@@ -97,9 +99,13 @@ def integrate_cmd(
     threads: int = typer.Option(1, "--threads", help="compute threads per worker (results depend only on this)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="only errors and warnings on stderr"),
     debug: bool = typer.Option(False, "--debug", help="print tracebacks of failures"),
+    show_config: bool = typer.Option(False, "--show-config", help="print the configuration that would run "
+                                     "(with --method/--refine/--network-side; JSON) and exit"),
 ):
+    if not inputs and not show_config:   # INPUT is required but for --show-config: click's own message
+        ctx.fail("Missing argument 'INPUT...'.")
     if jobs < 1:
-        _die(f"--jobs must be 1 or more, got {jobs}")
+        die(f"--jobs must be 1 or more, got {jobs}")
     try:
         opts = Options(
             mask=None if mask is None else str(mask), K=None if K is None else str(K), fx=fx, fy=fy, cx=cx, cy=cy,
@@ -111,7 +117,10 @@ def integrate_cmd(
             debug=debug, threads=threads,
         ).check()
     except UsageError as exc:
-        _die(str(exc))
+        die(str(exc))
+    if show_config:
+        typer.echo(json.dumps(opts.run_config(), indent=2))
+        raise typer.Exit(0)
     try:
         code = _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing,
                               json_out, jobs, quiet)
@@ -121,19 +130,19 @@ def integrate_cmd(
         if debug:
             raise
         first = (str(exc).strip().splitlines() or [""])[0][:200]
-        _die(f"internal error ({type(exc).__name__}: {first}); run with --debug for the traceback", 1)
+        die(f"internal error ({type(exc).__name__}: {first}); run with --debug for the traceback", 1)
     raise typer.Exit(code)
 
 
 def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing, json_out, jobs,
                    quiet) -> int:
-    console = _stderr_console()
+    console = stderr_console()
     try:
         paths = expand_inputs(inputs)
         plan = plan_jobs(paths, out=out, out_dir=out_dir, fmt=fmt, depth=depth, weights=weights, preview=preview,
                          force=opts.force, skip_existing=skip_existing, options=opts)
     except FninError as exc:
-        _die(str(exc))
+        die(str(exc))
 
     if opts.device in ("cuda", "mps") and BY_NAME[opts.method].needs_network:
         try:
@@ -141,7 +150,7 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
 
             resolve_device(opts.device)
         except FninError as exc:
-            _die(str(exc))
+            die(str(exc))
         except ImportError:
             pass
 

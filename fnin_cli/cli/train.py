@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from .app import _command_line, _die, _stderr_console, app
+from .app import command_line, die, stderr_console, app
 
 
 @app.command()
@@ -56,11 +56,11 @@ def train(
         if out is not None:
             check_out(out, run_dir, force)
     except ValueError as exc:
-        _die(str(exc))
-    command = _command_line(ctx)
+        die(str(exc))
+    command = command_line(ctx)
     with Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                  console=_stderr_console(), disable=json_out) as prog:
+                  console=stderr_console(), disable=json_out) as prog:
         task = prog.add_task("train", total=cfg.steps, info="")
         last_val = [None]
 

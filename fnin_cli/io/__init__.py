@@ -6,16 +6,16 @@ atomic: it writes a temporary file in the destination folder and renames it over
 target, so a failure never leaves a partial file and never touches an existing one.
 
 - :mod:`.formats` — one :class:`~.formats.Format` per suffix; ``read_array``,
-  ``read_mask``, ``read_K``, ``write_array``, ``write_png``, ``write_normal_map``, ``probe_shape``.
+  ``read_mask``, ``read_K``, ``write_array``, ``read_depth``, ``write_png``, ``write_normal_map``,
+  ``probe_shape``.
 - :mod:`.layout` — the file names of a DiLiGenT/BiNI-layout folder.
 - :mod:`.files` — ``check_output`` and ``atomic_path``.
-- :mod:`.depth` — depth maps: the PNG with its scale in text chunks, ``read_depth``.
+- :mod:`.depth` — depth maps as 16-bit PNG with their scale in text chunks.
 """
 
-from .depth import read_depth
 from .files import atomic_path, check_output
 from .formats import (DEPTH_SUFFIXES, FORMATS, check_size, Format, MASK_SUFFIXES, MAX_PIXELS, MESH_SUFFIXES,
-                      NORMAL_SUFFIXES, probe_shape, read_K, read_array, read_mask, to_uint16, write_array,
+                      NORMAL_SUFFIXES, probe_shape, read_K, read_array, read_depth, read_mask, to_uint16, write_array,
                       write_normal_map, write_png)
 from .layout import FOLDER_MASKS, FOLDER_NORMALS, find_in_folder
 

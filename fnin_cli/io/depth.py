@@ -11,7 +11,8 @@ mapping in text chunks (tEXt), so the depth can be read back::
     depth = offset + scale * (value - 1)      where value > 0, else NaN
 
 The quantisation step is ``scale`` = (max - min) / 65534. EXR, NPY and TIFF keep
-float32 exactly and are the formats to prefer; :func:`read_depth` reads all four.
+float32 exactly and are the formats to prefer; ``io.read_depth`` (:mod:`.formats`)
+reads all four.
 """
 
 from __future__ import annotations
@@ -83,33 +84,3 @@ def png_text(path) -> dict:
         if kind == b"IDAT":
             break
     return out
-
-
-def read_depth(path) -> np.ndarray:
-    """Read a depth (or weights) map written by fnin as float32, NaN where there is none.
-
-    .exr/.npy/.tif hold the floats themselves; a .png is decoded with the scale and
-    offset in its text chunks (see the module docstring), and refused without them.
-    """
-    from .formats import read_array
-
-    path = Path(path)
-    arr, _ = read_array(path)
-    if arr.ndim == 3:
-        if arr.shape[2] != 1:
-            raise FninError(f"a depth map has one channel, this file has {arr.shape[2]}", path)
-        arr = arr[..., 0]
-    if path.suffix.lower() != ".png":
-        return np.asarray(arr, np.float32)
-    try:
-        text = png_text(path)
-        scale, offset = float(text[SCALE_KEY]), float(text[OFFSET_KEY])
-    except (KeyError, ValueError):
-        raise FninError(f"this PNG does not record its depth scale ({SCALE_KEY}/{OFFSET_KEY} text chunks), so "
-                        "its values cannot be turned into depths; write depth as .exr, .npy or .tif", path) from None
-    except Exception as exc:
-        raise FninError(f"cannot read the PNG's text chunks ({type(exc).__name__}); is it corrupt?", path) from None
-    values = arr.astype(np.float64)
-    depth = offset + scale * (values - 1.0)
-    depth[arr == 0] = np.nan
-    return depth.astype(np.float32)

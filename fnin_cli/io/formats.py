@@ -25,7 +25,7 @@ import numpy as np
 
 from ..conventions import from_internal
 from ..errors import FninError
-from .depth import to_steps, write_depth_png
+from .depth import OFFSET_KEY, SCALE_KEY, png_text, to_steps, write_depth_png
 from .files import atomic_path, check_output
 from .png_fast import read_png_fast
 
@@ -273,6 +273,34 @@ def write_array(path, arr: np.ndarray, force: bool = False) -> Path:
     with atomic_path(path) as tmp:
         fmt.write(tmp, arr)
     return path
+
+
+def read_depth(path) -> np.ndarray:
+    """Read a depth (or weights) map written by fnin as float32, NaN where there is none.
+
+    .exr/.npy/.tif hold the floats themselves; a .png is decoded with the scale and
+    offset in its text chunks (see the module docstring), and refused without them.
+    """
+    path = Path(path)
+    arr, _ = read_array(path)
+    if arr.ndim == 3:
+        if arr.shape[2] != 1:
+            raise FninError(f"a depth map has one channel, this file has {arr.shape[2]}", path)
+        arr = arr[..., 0]
+    if path.suffix.lower() != ".png":
+        return np.asarray(arr, np.float32)
+    try:
+        text = png_text(path)
+        scale, offset = float(text[SCALE_KEY]), float(text[OFFSET_KEY])
+    except (KeyError, ValueError):
+        raise FninError(f"this PNG does not record its depth scale ({SCALE_KEY}/{OFFSET_KEY} text chunks), so "
+                        "its values cannot be turned into depths; write depth as .exr, .npy or .tif", path) from None
+    except Exception as exc:
+        raise FninError(f"cannot read the PNG's text chunks ({type(exc).__name__}); is it corrupt?", path) from None
+    values = arr.astype(np.float64)
+    depth = offset + scale * (values - 1.0)
+    depth[arr == 0] = np.nan
+    return depth.astype(np.float32)
 
 
 def _write_npy(path: Path, arr: np.ndarray) -> None:

@@ -105,7 +105,7 @@ def one_sided_differences(z, lv: Level):
     return d, torch.cat([mr, ml, md, mt], dim=1)
 
 
-def _add_normals(d, has, lv: Level):
+def add_normals(d, has, lv: Level):
     """Residuals from :func:`one_sided_differences`' output: d + n_x (u) / n_y (v) where defined."""
     n = torch.cat([lv.normals[:, 0:1], lv.normals[:, 0:1], lv.normals[:, 1:2], lv.normals[:, 1:2]], dim=1)
     return d + n * has
@@ -114,10 +114,10 @@ def _add_normals(d, has, lv: Level):
 def one_sided(z, lv: Level):
     """Residuals a * (one-sided difference) + n per direction (B,4,H,W), 0 where undefined."""
     d, has = one_sided_differences(z, lv)
-    return _add_normals(d, has, lv)
+    return add_normals(d, has, lv)
 
 
-def _square_contrast(d):
+def square_contrast(d):
     """d+^2 - d-^2 per axis (B,2,H,W): what BiNI's weights are a sigmoid of."""
     sq = d * d
     return torch.cat([sq[:, 0:1] - sq[:, 1:2], sq[:, 2:3] - sq[:, 3:4]], dim=1)
@@ -127,7 +127,7 @@ def bini_targets(z, lv: Level, k: float = DEFAULT.solver.k):
     """BiNI's w_u-, w_v- (B,2,H,W) from the unknown z: sigmoid_k(d+^2 - d-^2) per axis
     (``solvers.bini.bini_weights`` in torch); w_u+ = 1 - w_u-, w_v+ = 1 - w_v-."""
     d, _ = one_sided_differences(z, lv)
-    return torch.sigmoid(k * _square_contrast(d))
+    return torch.sigmoid(k * square_contrast(d))
 
 
 def central_grad(z, m):

@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import NetConfig
-from .geometry import _add_normals, _square_contrast, minmax_in_mask, one_sided_differences, view_cosine
+from .geometry import add_normals, square_contrast, minmax_in_mask, one_sided_differences, view_cosine
 
 # ---------------------------------------------------------------- spectral conv
 
@@ -247,8 +247,8 @@ def edge_features(z, lv: "Level"):
     """
     m = lv.mask
     d, has = one_sided_differences(z, lv)
-    r = _add_normals(d, has, lv)
-    cmp = torch.tanh(_square_contrast(d))
+    r = add_normals(d, has, lv)
+    cmp = torch.tanh(square_contrast(d))
     if torch.is_grad_enabled():
         return torch.cat([_asinh(r), _asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
     out = torch.empty((m.shape[0], EDGE_FEATURES) + tuple(m.shape[2:]), dtype=r.dtype, device=r.device)
