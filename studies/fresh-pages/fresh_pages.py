@@ -21,7 +21,7 @@ import torch
 from fnin_cli.bench.cases import resolve_cases
 from fnin_cli.data.mesh_scenes import DEFAULT_MESH_DIR
 from fnin_cli.model import layers
-from fnin_cli.model.geometry import _add_normals, _square_contrast, one_sided_differences, view_cosine
+from fnin_cli.model.geometry import add_normals, square_contrast, one_sided_differences, view_cosine
 from fnin_cli.model.weights import load_model
 from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads, release_memory
@@ -32,8 +32,8 @@ CANDIDATE = (layers.edge_features, layers.SpectralConv2d.forward)
 def features_today(z, lv):
     m = lv.mask
     d, has = one_sided_differences(z, lv)
-    r = _add_normals(d, has, lv)
-    cmp = torch.tanh(_square_contrast(d))
+    r = add_normals(d, has, lv)
+    cmp = torch.tanh(square_contrast(d))
     return torch.cat([layers._asinh(r), layers._asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
 
 
