@@ -149,6 +149,23 @@ def test_every_cite_in_the_docs_exists(doc):
     assert not bad, "\n".join(bad)
 
 
+def test_the_values_the_docs_give_are_the_configs():
+    """``config.Part.field = value`` in docs/ is the shipped value, so an index entry
+    cannot outlive a change of the default."""
+    from fnin_cli import config
+
+    bad = []
+    for doc in (REPO / "docs").glob("*.md"):
+        for n, line in enumerate(doc.read_text().splitlines(), 1):
+            for m in re.finditer(r"`config\.(\w+)\.(\w+) = ([^`]+)`", line):
+                part = next(f for f in ("solver", "one_shot", "rounds")
+                            if type(getattr(config.DEFAULT, f)).__name__ == m.group(1))
+                shipped = getattr(getattr(config.DEFAULT, part), m.group(2))
+                if shipped != eval(m.group(3), {}):
+                    bad.append(f"{_rel(doc)}:{n}: {m.group(1)}.{m.group(2)} is {shipped!r}, not {m.group(3)}")
+    assert not bad, "\n".join(bad)
+
+
 def test_the_codes_doc_anchors_exist():
     """Constants and docstrings point to their record as docs/<file>.md plus an anchor:
     each one is there."""
