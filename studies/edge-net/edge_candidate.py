@@ -1,6 +1,6 @@
 """An edge-net candidate against the shipped weights on fresh real-mesh and procedural
 scenes, by the rule of studies/cpu-mesh-edge-net/README.md (the bounds of
-``edge_sharpness.passes``); each study names its fresh seeds (offsets from VAL_SEED0)::
+``_lib.passes``); each study names its fresh seeds (offsets from VAL_SEED0)::
 
     python studies/edge-net/edge_candidate.py CANDIDATE.safetensors [--scenes 24] [--size 384] [--out PATH]
         [--mesh-offset 900000] [--proc-offset 90000]
