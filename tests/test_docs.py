@@ -218,6 +218,30 @@ def test_studies_stand_alone():
     assert not bad, bad
 
 
+def test_studies_assign_no_module_global():
+    """A study varies the shipped configuration (``_lib.variant``), never a module's names
+    (``pipeline.X = ...``, ``setattr(stage2, ...)``). One exception: fresh_pages.py times
+    two versions of the network's code (today's functions against the ones it replaced),
+    which no configuration holds."""
+    import ast
+
+    modules = {"fnin_cli", *(n.split(".")[-1] for n in _modules()), *_modules()}
+    bad = []
+    for p in sorted((REPO / "studies").glob("**/*.py")):
+        if p.name == "fresh_pages.py":
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for t in targets:
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id in modules:
+                        bad.append(f"{_rel(p)}:{node.lineno}: {e.value.id}.{e.attr} =")
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and node.args
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id in modules):
+                bad.append(f"{_rel(p)}:{node.lineno}: setattr({node.args[0].id}, ...)")
+    assert not bad, "\n".join(bad)
+
+
 def test_tests_load_no_study_script():
     """Studies are records, not code the package relies on: no test imports one."""
     bad = []
