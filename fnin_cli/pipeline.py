@@ -24,9 +24,12 @@ from .io.layout import find_in_folder
 from .config import DEFAULT, IntegrationConfig
 from .solvers.bini import integrate_bini
 from .solvers.linear import AMGCache
-from .solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS, RunArgs
+from .solvers.registry import DEFAULT_METHOD, METHODS, RunArgs, method_named  # noqa: F401 (METHODS: the API's)
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
+
+# the one message of the rule "an orthographic camera has no intrinsics" (CLI and API)
+ORTHO_AND_K = "--ortho and intrinsics (--K or --fx) both given; drop one of them"
 
 
 @dataclass
@@ -100,20 +103,13 @@ def load_input(
             K = fK
     else:
         npath = path
-    if ortho and K is not None:
-        raise FninError("--ortho and intrinsics (K) both given; drop one of them", path)
     order, names = parse_channels(channels)
     auto = str(convention).lower() == "auto"
     conv = "ps" if auto else conventions.canonical(convention)
     arr, bitdepth = io.read_array(npath, channels=names)
     arr = _check_layout(arr, bitdepth, npath)
     shape = arr.shape[:2]
-    if isinstance(mask, np.ndarray):
-        if mask.shape != shape:
-            raise FninError(f"mask shape {mask.shape} differs from normal map {shape}", npath)
-        mask = mask.astype(bool)
-    elif mask is not None:
-        mask = io.read_mask(mask, shape)
+    mask = None if mask is None else mask_array(mask, shape, npath)
     if isinstance(K, (str, Path)):
         K_src, K = K, io.read_K(K)
     else:
@@ -145,6 +141,32 @@ def load_input(
     inp.warnings[:0] = warnings
     inp.check = dict(chk.as_dict(), seconds=round(seconds, 4))
     return inp
+
+
+def mask_array(mask, shape, source=None) -> np.ndarray:
+    """``mask`` (a bool-like array or an image path) as an (H, W) bool array of ``shape``,
+    or a one-line error."""
+    if not isinstance(mask, np.ndarray):
+        return io.read_mask(mask, shape)
+    if mask.shape != tuple(shape):
+        raise FninError(f"mask shape {mask.shape} differs from normal map {tuple(shape)}", source)
+    return mask.astype(bool)
+
+
+def check_scale(inp: Input, mean_depth: float | None = None, depth_at: tuple | None = None) -> None:
+    """The scale/offset anchor of :func:`integrate` (``--mean-depth``, ``--depth-at``)
+    against this input: the pixel inside its mask, a positive depth for a perspective
+    camera. The one check of these rules; raises :class:`FninError` naming the input."""
+    if depth_at is not None:
+        r, c, d = depth_at
+        h, w = inp.shape
+        if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
+            raise FninError(f"--depth-at pixel (row {r}, col {c}) is not inside the mask of this "
+                            f"{w}x{h} map; pick a pixel on the object", inp.source)
+        if inp.camera.perspective and not d > 0:
+            raise FninError(f"--depth-at depth must be positive for a perspective camera, got {d:g}", inp.source)
+    if mean_depth is not None and inp.camera.perspective and not mean_depth > 0:
+        raise FninError(f"--mean-depth must be positive for a perspective camera, got {mean_depth:g}", inp.source)
 
 
 def parse_channels(channels) -> tuple:
@@ -192,14 +214,7 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
     if valid is None:
         normals, valid = conventions.normalise(np.asarray(normals, np.float32))
     warnings = []
-    if mask is None:
-        m = valid.copy()
-    elif isinstance(mask, np.ndarray):
-        if mask.shape != shape:
-            raise FninError(f"mask shape {mask.shape} differs from normal map {shape}", source)
-        m = mask.astype(bool)
-    else:
-        m = io.read_mask(mask, shape)
+    m = valid.copy() if mask is None else mask_array(mask, shape, source)
     bad = int((m & ~valid).sum())
     if bad:
         warnings.append(f"{bad} masked pixels have invalid normals (non-finite or not unit length) and are skipped")
@@ -213,7 +228,7 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
     else:
         cam = Camera(None, 1.0 if pixel_size is None else float(pixel_size)).validate(shape, source)
     if ortho and cam.perspective:
-        raise FninError("--ortho and intrinsics (K) both given; drop one of them", source)
+        raise FninError(ORTHO_AND_K, source)
     if not m.any():
         raise FninError("the mask is empty: no pixel with a valid normal to integrate", source)
     # pixels with no 4-neighbour in the domain cannot be integrated
@@ -299,8 +314,8 @@ def integrate(
     >>> res.depth.shape                                              # doctest: +SKIP
     (192, 256)
     """
-    if method not in METHODS:
-        raise FninError(f"unknown method '{method}'; use one of {', '.join(METHODS)}")
+    m = method_named(method)
+    check_scale(inp, mean_depth, depth_at)
     config = with_overrides(DEFAULT if config is None else config, bini_k, lam, network_side)
     seconds = {}
     t0 = time.perf_counter()
@@ -310,13 +325,12 @@ def integrate(
     # (docs/decisions.md#prior-weight).
     lam_sys = classic_lambda(inp.camera, inp.shape, config.solver.lam)
     if stage is not None:
-        stage("network" if BY_NAME[method].needs_network else "solve", None, None)
-    rounds = BY_NAME[method].rounds(config, refine)
+        stage("network" if m.needs_network else "solve", None, None)
+    rounds = m.rounds(config, refine)
     hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
-    out = BY_NAME[method].run(system, inp, RunArgs(lam_sys, config, solver, device, model, progress, stage,
-                                                   rounds.stage2_rtol if shared else None,
-                                                   hierarchy if shared else None))
+    out = m.run(system, inp, RunArgs(lam_sys, config, solver, device, model, progress, stage,
+                                     rounds.stage2_rtol if shared else None, hierarchy if shared else None))
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     seconds.update(out.seconds)
     refined = 0
@@ -379,7 +393,7 @@ def run_config(method: str = DEFAULT_METHOD, refine: int | None = None, config: 
     True
     """
     config = with_overrides(DEFAULT if config is None else config, **overrides)
-    m = BY_NAME[method]
+    m = method_named(method)
     rounds = m.rounds(config, refine)
     return {"method": method, "solver": asdict(config.solver),
             "one_shot": asdict(config.one_shot) if m.needs_network else None,
@@ -427,20 +441,16 @@ def jump_fraction(system: NormalSystem, z: np.ndarray, tau: float = 1.0) -> floa
 
 
 def fix_scale(zimg: np.ndarray, camera: Camera, mask: np.ndarray, mean_depth=None, depth_at=None):
-    """Depth from the unknown with the scale (perspective) or offset (orthographic) fixed."""
+    """Depth from the unknown with the scale (perspective) or offset (orthographic) fixed
+    (the anchor as :func:`check_scale` admits it)."""
     if camera.perspective:
         # work in log space to avoid overflow, then exponentiate
         if depth_at is not None:
             r, c, d = depth_at
-            _check_pixel(mask, r, c)
-            if not d > 0:
-                raise FninError(f"the known depth must be positive, got {d}")
             shift = np.log(d) - zimg[r, c]
             note = f"relative depth, scaled so that pixel (row {r}, col {c}) has depth {d:g}"
         else:
             target = 1.0 if mean_depth is None else float(mean_depth)
-            if not target > 0:
-                raise FninError(f"--mean-depth must be positive, got {target}")
             zm = zimg[mask]
             zc = zm - zm.max()
             shift = np.log(target) - zm.max() - np.log(np.mean(np.exp(zc)))
@@ -449,7 +459,6 @@ def fix_scale(zimg: np.ndarray, camera: Camera, mask: np.ndarray, mean_depth=Non
     else:
         if depth_at is not None:
             r, c, d = depth_at
-            _check_pixel(mask, r, c)
             shift = d - zimg[r, c]
             note = f"depth up to offset (orthographic), shifted so pixel (row {r}, col {c}) has depth {d:g}"
         else:
@@ -459,9 +468,3 @@ def fix_scale(zimg: np.ndarray, camera: Camera, mask: np.ndarray, mean_depth=Non
         depth = zimg + shift
     depth[~mask] = np.nan
     return depth, note
-
-
-def _check_pixel(mask, r, c):
-    h, w = mask.shape
-    if not (0 <= r < h and 0 <= c < w) or not mask[r, c]:
-        raise FninError(f"pixel (row {r}, col {c}) is not inside the mask")

@@ -15,7 +15,7 @@ from fnin_cli.pipeline import integrate, load_input
 from helpers_cli import invoke, run_fnin, write_case, write_folder, write_random_model
 
 JSON_KEYS = {"input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels", "seconds",
-             "scale_note", "warnings", "peak_rss_mb", "convention"}
+             "scale_note", "warnings", "peak_rss_mb", "convention", "config"}
 
 
 def test_file_with_mask_and_K_writes_mesh_depth_weights_preview(tmp_path):

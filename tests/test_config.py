@@ -158,3 +158,46 @@ def test_lower_layers_do_not_import_higher_ones():
     # the network (model) sits below the solvers: it reads its constants from the config
     assert not [f"{m} -> {n}" for m, deps in graph.items() if m.startswith("fnin_cli.model")
                 for n in deps if n.startswith("fnin_cli.solvers")]
+
+
+# ------------------------------------------------------------------ one message per rule
+
+def test_the_cli_and_the_api_say_the_same_for_the_same_mistake(tmp_path):
+    """Each rule is checked in one place: the CLI's record (or usage error) carries the
+    message the Python API raises."""
+    from fnin_cli.errors import FninError
+    from fnin_cli.model import unknown_device
+    from fnin_cli.pipeline import ORTHO_AND_K, build_input
+
+    inp = load_input(DOME)
+    assert inp.camera.perspective and not inp.mask[0, 0]
+    for args, kw in ((["--depth-at", "0,0,1"], {"depth_at": (0, 0, 1.0)}),
+                     (["--mean-depth", "-1"], {"mean_depth": -1.0})):
+        with pytest.raises(FninError) as api:
+            integrate(inp, "wls", **kw)
+        r = invoke(["integrate", DOME, "-o", tmp_path / "d.npy", "--method", "wls", "--json", *args])
+        assert r.exit_code == 1 and json.loads(r.stdout)["error"].startswith(str(api.value))
+    with pytest.raises(FninError, match="drop one of them") as api:
+        build_input(inp.normals, None, inp.mask, inp.camera.K, ortho=True)
+    assert api.value.message == ORTHO_AND_K
+    r = invoke(["integrate", DOME, "--ortho", "--K", DOME / "K.txt"])
+    assert r.exit_code == 2 and ORTHO_AND_K in r.stderr
+    r = invoke(["integrate", DOME, "--device", "tpu"])
+    assert r.exit_code == 2 and unknown_device("tpu") in r.stderr
+    from fnin_cli.model.weights import resolve_device
+
+    with pytest.raises(FninError) as api:
+        resolve_device("tpu")
+    assert api.value.message == unknown_device("tpu")
+    with pytest.raises(FninError) as api:
+        integrate(inp, "nope")
+    r = invoke(["integrate", DOME, "--method", "nope"])
+    assert r.exit_code == 2 and api.value.message in r.stderr
+
+
+def test_integrate_help_names_the_io_format_table():
+    from fnin_cli.io import FORMATS, MESH_SUFFIXES
+
+    out = " ".join(invoke(["integrate", "--help"]).output.split())
+    for suffix in MESH_SUFFIXES + tuple(f.suffixes[0] for f in FORMATS):
+        assert suffix in out

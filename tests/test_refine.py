@@ -278,7 +278,7 @@ def test_rounds_k_applies_to_the_rounds_that_carry_the_prior(monkeypatch):
     integrate(inp, refine=2, bini_k=1.5, config=cfg)
     assert ks == [(1.5, False)] * 3
     ks.clear()
-    integrate(inp, refine=2, config=replace(cfg, rounds=replace(cfg.rounds, edge_prior=None)))   # no prior: BiNI's own k
+    integrate(inp, refine=2, config=replace(cfg, rounds=replace(cfg.rounds, edge_prior=None)))   # no prior: k = 2
     assert ks == [(2.0, True)] * 3
 
 

@@ -10,9 +10,9 @@ import numpy as np
 
 from ..conventions import canonical
 from ..errors import FninError
-from ..model import DEFAULT_WEIGHTS
-from ..pipeline import parse_channels, run_config
-from ..solvers.registry import BY_NAME, DEFAULT_METHOD, METHODS
+from ..model import DEFAULT_WEIGHTS, DEVICES, unknown_device
+from ..pipeline import ORTHO_AND_K, parse_channels, run_config
+from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_named
 
 
 class UsageError(FninError):
@@ -53,8 +53,10 @@ class Options:
     def check(self) -> "Options":
         """Reject inconsistent option values (UsageError) before any input is read."""
 
-        if self.method not in METHODS:
-            raise UsageError(f"unknown method '{self.method}'; use one of {', '.join(METHODS)}")
+        try:
+            method_named(self.method)
+        except FninError as exc:
+            raise UsageError(exc.message) from None
         try:
             if self.convention.lower() != "auto":
                 self.convention = canonical(self.convention)
@@ -66,8 +68,8 @@ class Options:
                 "; use one of ", "; use auto or one of ")) from None
         if self.float_encoding not in ("raw", "half"):
             raise UsageError(f"unknown --float-encoding '{self.float_encoding}'; use raw or half ((n+1)/2 floats)")
-        if self.device not in ("auto", "cpu", "cuda", "mps"):
-            raise UsageError(f"unknown device '{self.device}'; use auto, cpu, cuda or mps")
+        if self.device not in DEVICES:
+            raise UsageError(unknown_device(self.device))
         if self.refine is not None and self.refine < 0:
             raise UsageError(f"--refine must be 0 or more, got {self.refine}")
         if self.network_side is not None and self.network_side < 16:
@@ -80,7 +82,7 @@ class Options:
         if has_f and self.K is not None:
             raise UsageError("--K and --fx/--fy/--cx/--cy both given; use one of them")
         if self.ortho and (self.K is not None or has_f):
-            raise UsageError("--ortho and intrinsics (--K or --fx) both given; drop one of them")
+            raise UsageError(ORTHO_AND_K)
         if self.pixel_size is not None:
             if not (np.isfinite(self.pixel_size) and self.pixel_size > 0):
                 raise UsageError(f"--pixel-size must be a positive number, got {self.pixel_size}")

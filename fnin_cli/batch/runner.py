@@ -303,17 +303,6 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     rec["pixels"] = int(inp.mask.sum())
     if shape is None:  # header was not probed: check with the real size now
         check_memory(inp.shape, options.method, npath, mesh_out, workers, rec["pixels"])
-    if options.depth_at is not None:
-        r, c, d = options.depth_at
-        h, w = inp.shape
-        if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
-            raise FninError(f"--depth-at pixel (row {r}, col {c}) is not inside the mask of this "
-                            f"{w}x{h} map; pick a pixel on the object", npath)
-        if inp.camera.perspective and not d > 0:
-            raise FninError(f"--depth-at depth must be positive for a perspective camera, got {d:g}", npath)
-    if options.mean_depth is not None and inp.camera.perspective and not options.mean_depth > 0:
-        raise FninError(f"--mean-depth must be positive for a perspective camera, got {options.mean_depth:g}",
-                        npath)
     secs["load"] = round(time.perf_counter() - t, 4)
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from ..errors import FninError
+from ..model import DEVICES
 from .app import die, stderr_console, app
 
 
@@ -35,7 +36,7 @@ def bench(
     threads: int = typer.Option(1, "--threads", help="torch and BLAS threads, the same for every method"),
     refine: Optional[int] = typer.Option(None, "--refine", help="BiNI rounds after each method (default: "
                                          "each method's own; 0: none, FNIN's one-shot); not applied to default"),
-    device: str = typer.Option("auto", "--device", help="network device: auto, cpu, cuda, mps"),
+    device: str = typer.Option("auto", "--device", help="network device: " + ", ".join(DEVICES)),
     pixel_size: Optional[float] = typer.Option(None, "--pixel-size", help="orthographic cases without "
                                                "pixel_size.txt"),
     convention: str = typer.Option("ps", "--convention", help="normal-map file convention of folder cases"),

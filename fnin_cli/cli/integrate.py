@@ -17,24 +17,32 @@ from ..batch.progress import LiveStatus
 from ..batch.runner import all_outputs_complete, record_json, run_jobs
 from ..errors import FninError
 from ..config import DEFAULT
+from ..io import DEPTH_SUFFIXES, FORMATS, MESH_SUFFIXES, NORMAL_SUFFIXES
+from ..model import ACCELERATORS, DEVICES
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
 from .app import die, stderr_console, app
 
-_INTEGRATE_HELP = """Integrate normal maps into meshes and depth maps.
+# the suffixes the help names, from the io module's format table (one per format for outputs)
+_NORMAL = " ".join(NORMAL_SUFFIXES)
+_MESH = " ".join(MESH_SUFFIXES)
+_DEPTH = " ".join(dict.fromkeys(f.suffixes[0] for f in FORMATS if f.suffixes[0] in DEPTH_SUFFIXES))
+_FORMAT_NAMES = [s.lstrip(".") for s in MESH_SUFFIXES + tuple(_DEPTH.split())]
 
-INPUT is a normal-map file (.exr .png .npy .tif .tiff), a folder in the DiLiGenT/BiNI
+_INTEGRATE_HELP = f"""Integrate normal maps into meshes and depth maps.
+
+INPUT is a normal-map file ({_NORMAL}), a folder in the DiLiGenT/BiNI
 layout (normal_map.png, optional mask.png and K.txt) or a glob pattern (quote it to let
 fnin expand it). Files named normal_map.* take their folder's name for outputs.
 
 \b
 Outputs (all written atomically; an existing file needs --force):
-  -o FILE          one input: a mesh (.ply .obj) or a depth map (.exr .npy .png .tif)
+  -o FILE          one input: a mesh ({_MESH}) or a depth map ({_DEPTH})
   --out-dir DIR    any number of inputs: DIR/<name>.<format> (--format, default ply)
   --depth/--weights/--preview  extra files: a path (one input), a suffix such as
                    '.exr' (-> <name>_depth.exr beside the main output; <name> is the
                    stem of -o when given, else the input's name) or a template such
-                   as '{stem}_d.npy' ({stem}: the input's name).
-  With no output option at all, <name>.ply is written to the current folder.
+                   as '{{stem}}_d.npy' ({{stem}}: the input's name).
+  With no output option at all, <name>{MESH_SUFFIXES[0]} is written to the current folder.
 
 \b
 Exit codes: 0 every input done, 1 some input failed (the others are written),
@@ -49,11 +57,11 @@ def integrate_cmd(
     inputs: Optional[list[str]] = typer.Argument(None, metavar="INPUT...", show_default=False,
                                                  help="normal-map files, DiLiGenT-layout folders or glob patterns "
                                                  "(required but for --show-config)"),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="output file for one input (.ply .obj mesh, "
-                                       ".exr .npy .png .tif depth)"),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help=f"output file for one input ({_MESH} mesh, "
+                                       f"{_DEPTH} depth)"),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="folder for the outputs of several inputs"),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="main output type with --out-dir: "
-                                      "ply (default), obj, exr, npy, png, tif"),
+                                      f"{_FORMAT_NAMES[0]} (default), {', '.join(_FORMAT_NAMES[1:])}"),
     mask: Optional[Path] = typer.Option(None, "--mask", help="mask image (white = object); overrides a folder's"),
     K: Optional[Path] = typer.Option(None, "--K", help="3x3 intrinsics text file (perspective); overrides a folder's"),
     fx: Optional[float] = typer.Option(None, "--fx", help="focal length in pixels (instead of --K)"),
@@ -77,7 +85,8 @@ def integrate_cmd(
     refine: Optional[int] = typer.Option(
         None, "--refine", help="BiNI rounds started from the method's result, after fnin with its edge "
         f"map as a prior (default: fnin's own {DEFAULT.rounds}, none for the others; 0 = FNIN's one-shot)"),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or mps (network stage of fnin)"),
+    device: str = typer.Option("auto", "--device", help=f"{', '.join(DEVICES[:-1])} or {DEVICES[-1]} "
+                               "(network stage of fnin)"),
     network_side: Optional[int] = typer.Option(None, "--network-side", help="fnin: finest network scale, short "
                                                "side in pixels (default 64; larger is slower, see README)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights (.safetensors); default: bundled"),
@@ -144,7 +153,7 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
     except FninError as exc:
         die(str(exc))
 
-    if opts.device in ("cuda", "mps") and BY_NAME[opts.method].needs_network:
+    if opts.device in ACCELERATORS and BY_NAME[opts.method].needs_network:
         try:
             from ..model.weights import resolve_device
 

@@ -15,8 +15,8 @@ target, so a failure never leaves a partial file and never touches an existing o
 
 from .files import atomic_path, check_output
 from .formats import (DEPTH_SUFFIXES, FORMATS, check_size, Format, MASK_SUFFIXES, MAX_PIXELS, MESH_SUFFIXES,
-                      NORMAL_SUFFIXES, probe_shape, read_K, read_array, read_depth, read_mask, to_uint16, write_array,
-                      write_normal_map, write_png)
+                      NORMAL_SUFFIXES, probe_shape, read_K, read_array, read_depth, read_mask, to_uint16,
+                      write_array, write_normal_map, write_png)
 from .layout import FOLDER_MASKS, FOLDER_NORMALS, find_in_folder
 
 __all__ = ["DEPTH_SUFFIXES", "FOLDER_MASKS", "FOLDER_NORMALS", "FORMATS", "Format", "MASK_SUFFIXES", "MAX_PIXELS",

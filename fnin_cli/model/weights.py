@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from . import DEFAULT_WEIGHTS
+from . import DEFAULT_WEIGHTS, DEVICES, unknown_device
 from ..errors import FninError
 from .config import net_config
 from .fnin_net import FNINet
@@ -40,8 +40,8 @@ def resolve_device(device: str = "auto", fallback: bool = False) -> torch.device
     if device == "mps" and not (getattr(torch.backends, "mps", None) is not None
                                 and torch.backends.mps.is_available()):
         raise FninError("--device mps: Apple MPS is not available here; use --device cpu or auto")
-    if device not in ("cpu", "cuda", "mps"):
-        raise FninError(f"unknown device '{device}'; use auto, cpu, cuda or mps")
+    if device not in DEVICES:
+        raise FninError(unknown_device(device))
     return torch.device(device)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import DEFAULT
 from ..resources import limit_threads
 
 # smoothed-aggregation AMG parameters, pyamg's symmetric defaults (docs/decisions.md#amg-hierarchy)
@@ -42,7 +43,7 @@ class SolveInfo:
 
 # ---------------------------------------------------------------- linear solvers
 
-def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=5000, ref_norm=None):
+def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=DEFAULT.solver.maxiter, ref_norm=None):
     """Preconditioned conjugate gradient; stops at ||b - Ax|| <= rtol * ref_norm (default ||b||)."""
     x = np.array(x0, dtype=np.float64, copy=True)
     r = b - A @ x
@@ -274,7 +275,8 @@ def amg_preconditioner(A):
     return sa_hierarchy(A).vcycle
 
 
-def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=5000, t0=None, ref_norm=None, hierarchy=None):
+def solve_spd(A, b, x0, method="amg", rtol=1e-6, maxiter=DEFAULT.solver.maxiter, t0=None, ref_norm=None,
+              hierarchy=None):
     """Solve the SPD system with one of: ``amg`` (pyamg smoothed-aggregation PCG),
     ``jacobi`` (diagonal PCG), ``direct`` (sparse LU),
     ``torch[:device]`` (diagonal PCG in torch, for GPUs); ``auto`` is ``amg``.
@@ -320,7 +322,7 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
     raise ValueError(f"unknown linear solver '{method}'")
 
 
-def torch_pcg(A, b, x0, device="cpu", rtol=1e-6, maxiter=5000, ref_norm=None):
+def torch_pcg(A, b, x0, device="cpu", rtol=1e-6, maxiter=DEFAULT.solver.maxiter, ref_norm=None):
     """Jacobi-preconditioned CG in torch (float64 CSR), for GPU devices; same stopping rule."""
     import torch
 

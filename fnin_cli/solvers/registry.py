@@ -1,9 +1,9 @@
 """The method registry: the one list of integration methods and their properties.
 
 Each :class:`Method` names a run function (for the FNIN family one run function and a
-:class:`~fnin_cli.config.FninVariant` that says how it uses the network), whether it needs the FNIN network (weights, torch),
-its peak memory per pixel (the batch memory pre-check), its help text and whether it
-runs the configuration's rounds by default. The constants they use live in
+:class:`~fnin_cli.config.FninVariant` that says how it uses the network), whether it
+needs the FNIN network (weights, torch), its peak memory per pixel (the batch memory
+pre-check), its help text and whether it runs the configuration's rounds by default. The constants they use live in
 :mod:`fnin_cli.config`.
 ``METHODS``, ``NETWORK_METHODS`` and ``DEFAULT_METHOD`` derive from ``REGISTRY``; the
 pipeline, the CLI, the batch runner and the benchmark read them from here.
@@ -19,6 +19,7 @@ from functools import partial
 from typing import Callable
 
 from ..config import FninVariant, IntegrationConfig, RoundsConfig
+from ..errors import FninError
 from .bini import integrate_bini
 from .linear import AMGCache
 from .wls import integrate_wls
@@ -128,6 +129,14 @@ METHODS = tuple(BY_NAME)
 NETWORK_METHODS = tuple(m.name for m in REGISTRY if m.needs_network)
 BENCH_METHODS = tuple(m.name for m in REGISTRY if m.bench)    # what `fnin bench` runs by default
 DEFAULT_METHOD = "fnin"
+
+
+def method_named(name: str) -> Method:
+    """The registry entry called ``name``, or the one error for an unknown method."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise FninError(f"unknown method '{name}'; use one of {', '.join(METHODS)}") from None
 
 
 def method_help() -> str:

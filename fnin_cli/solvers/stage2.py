@@ -1,9 +1,9 @@
 """FNIN's Stage II: per-direction weights from the network's outputs and one WLS solve.
 
 - ``fnin``: the edge net's weights (BiNI's layout w_u-, w_v-, sharpened by
-  ``OneShotConfig.edge_sharpness``, :mod:`fnin_cli.config`) or, for a model without an edge net, weights from the attention
-  map omega (the difference towards neighbour q weighs 1 - omega(q)); one solve with
-  the prior lam (z - z_R)^2, warm-started at z_R.
+  ``OneShotConfig.edge_sharpness``, :mod:`fnin_cli.config`) or, for a model without an
+  edge net, weights from the attention map omega (the difference towards neighbour q
+  weighs 1 - omega(q)); one solve with the prior lam (z - z_R)^2, warm-started at z_R.
 - ``fnin-s``: BiNI's sigmoid weights computed once from z_R, one solve.
 
 Numpy only: the network's outputs come in as arrays (:mod:`fnin_cli.model.inference`).
