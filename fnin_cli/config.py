@@ -29,18 +29,20 @@ from dataclasses import asdict, dataclass, field, replace
 class SolverConfig:
     """The least-squares problem and BiNI's IRLS, as every method uses them."""
 
-    # the prior weight lambda, docs/methods.md#equations (perspective; orthographic scales it to a [-1, 1] image,
-    # pipeline.classic_lambda) (docs/decisions.md#prior-weight)
+    # the prior weight lambda: it only settles what the data leave free (perspective; an
+    # orthographic camera scales it to a [-1, 1] image, pipeline.classic_lambda)
+    # (docs/decisions.md#prior-weight)
     lam: float = 1e-3
-    # BiNI's sigmoid sharpness k (docs/methods.md#equations): bini, fnin-s's weights, rounds without the edge prior
+    # BiNI's sigmoid sharpness k, the baseline's: bini, fnin-s's weights, rounds without the edge prior
     k: float = 2.0
-    # bini: at most this many IRLS rounds, stopping once the energy's relative change is below tol (docs/methods.md#equations)
+    # bini: at most this many IRLS rounds, stopping once the energy's relative change is below
+    # tol (the baseline's stopping rule)
     max_iter: int = 150
     tol: float = 1e-4
     # BiNI's inexact inner Jacobi-PCG solve, part of the method (docs/decisions.md#refine-rtol)
     inner_rtol: float = 1e-3
     inner_solver: str = "jacobi"
-    # PCG iteration cap of a CPU solve (never reached on the bench scenes)
+    # PCG's iteration cap on the CPU (Stage II, bini, the rounds)
     maxiter: int = 5000
     # wls: one smooth solve, to near-exactness
     wls_rtol: float = 1e-8
