@@ -3,7 +3,7 @@
 Runs in one process on a machine with a CUDA GPU (the `device` tool's machine here):
 
 1. DiLiGenT, per object: Stage I (and the edge net) on the GPU once, then Stage II
-   solved by AMG-PCG on the CPU (at 1e-3 and at the CPU default fnin.SOLVE_RTOL), sparse
+   solved by AMG-PCG on the CPU (at 1e-3 and at the CPU default, config.OneShotConfig.solve_rtol), sparse
    LU (exact), and torch Jacobi-PCG on the GPU at several tolerances: MADE, seconds and
    iterations of each, so the GPU default's solver and tolerance are chosen by cost and
    accuracy against the exact solve.
@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from fnin_cli import bench
+from fnin_cli.config import DEFAULT
 from fnin_cli.model import inference
 from fnin_cli.solvers import stage2
 from fnin_cli.model import weights as model_weights
@@ -53,12 +54,12 @@ def stage2_solvers(inp, gt, model, gpu: str) -> dict:
     out = {"pixels": system.n, "network_s": time.perf_counter() - t}
     z_r = z_img[system.mask]
     weights = stage2.model_weights(system, p_img, om_img)
-    runs = ([("amg", 1e-3), ("amg", stage2.SOLVE_RTOL), ("direct", 0.0)]
+    runs = ([("amg", 1e-3), ("amg", DEFAULT.one_shot.solve_rtol), ("direct", 0.0)]
             + [(f"torch:{gpu}", r) for r in GPU_RTOLS])
     for method, rtol in runs:
         t = time.perf_counter()
         z, info = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=method, rtol=rtol,
-                               maxiter=stage2.GPU_MAXITER)
+                               maxiter=DEFAULT.one_shot.gpu_maxiter)
         sync()
         out[f"{method.split(':')[0]}@{rtol:g}"] = {
             "seconds": time.perf_counter() - t, "iterations": info.iterations,

@@ -531,7 +531,7 @@ def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAU
 def classic_lambda(camera: Camera, shape, lam: float = DEFAULT.solver.lam) -> float:
     """The tiny definiteness prior ``lam`` of wls/bini in the system's normal units.
 
-    Perspective: SPEC's lambda as it is. Orthographic: lambda with the image scaled to
+    Perspective: lambda as it is (docs/methods.md#equations). Orthographic: lambda with the image scaled to
     [-1, 1], since an absolute 1e-3 flattened results (docs/decisions.md#prior-weight).
     """
     if camera.perspective:

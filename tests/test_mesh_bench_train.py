@@ -188,49 +188,6 @@ def test_default_key_runs_what_integrate_runs_without_flags(mesh_dir, monkeypatc
 
 
 
-@pytest.mark.parametrize("rebuild_after", ["shipped", 0])
-def test_rounds_benchmark_follows_the_pipelines_rounds(mesh_dir, repo_root, monkeypatch, rebuild_after):
-    # regression: benchmarks/default_rounds.py chose DEFAULT_ROUNDS on a trajectory that had
-    # drifted from integrate (k = 2 where the pipeline ran k = 3, its own AMG hierarchy);
-    # rebuild_after = 0 rebuilds the hierarchy after every round that iterated at all
-    from fnin_cli import pipeline
-
-    if rebuild_after != "shipped":
-        monkeypatch.setattr(pipeline, "REBUILD_AFTER", rebuild_after)
-    monkeypatch.syspath_prepend(str(repo_root / "benchmarks"))
-    default_rounds = importlib.import_module("default_rounds")
-    from fnin_cli.pipeline import build_input
-    from fnin_cli.solvers.registry import DEFAULT_ROUNDS
-
-    sc = mesh_scenes.make_mesh_scene(5, mesh_scenes.load_meshes(mesh_dir), 48, noise=False)
-    _, steps, _ = default_rounds.trajectory(sc, DEFAULT_ROUNDS.max_rounds)
-    kept = next(i for i in range(1, len(steps))
-                if steps[i][1] < DEFAULT_ROUNDS.tol or steps[i][3] or i == DEFAULT_ROUNDS.max_rounds)
-    res = integrate(build_input(sc.normals, None, sc.mask, sc.K))
-    assert res.rounds == kept
-    assert steps[kept][2] == default_rounds.object_error(res.z, sc, sc.K is not None)
-
-
-def test_rounds_rule_counts_the_cost_per_scene(repo_root, monkeypatch):
-    # the stop-27 rule: the cost is the mean of per-scene ratios against bini, not the ratio
-    # of sums, which a scene where bini is slow carries (docs/decisions.md#default-rounds)
-    monkeypatch.syspath_prepend(str(repo_root / "benchmarks"))
-    default_rounds = importlib.import_module("default_rounds")
-    monkeypatch.setattr(default_rounds, "MAX_ROUNDS", (0, 2))
-    monkeypatch.setattr(default_rounds, "TOLS", (0.0,))
-    # (cumulative round seconds, energy change, error, fixed point): 2 rounds cost 1 s more
-    steps = [(0.0, float("inf"), 0.3, False), (0.5, 0.1, 0.25, False), (1.0, 0.1, 0.2, False)]
-    records = [{"one_shot": 0.2, "steps": steps, "bini": (2.0, 0.3)},     # 2 rounds: 0.6x here
-               {"one_shot": 0.2, "steps": steps, "bini": (40.0, 0.3)}]    # and 0.03x here
-    by_sum = default_rounds.apply_rule(records, "sum")
-    per_scene = default_rounds.apply_rule(records, "scene-mean")
-    two = [c for c in per_scene["candidates"] if c["max_rounds"] == 2][0]
-    assert two["time_vs_bini"] == pytest.approx(2.4 / 42.0)
-    assert two["scene_time_vs_bini"] == pytest.approx((1.2 / 2.0 + 1.2 / 40.0) / 2)
-    assert by_sum["chosen"]["max_rounds"] == 2          # 0.057x of the sum
-    assert per_scene["chosen"]["max_rounds"] == 0       # 0.315x per scene: over the cap
-    assert per_scene["cost"] == "scene-mean"
-
 # ------------------------------------------------------------------ train --meshes
 
 def _tiny(**kw):

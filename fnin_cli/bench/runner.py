@@ -1,6 +1,6 @@
 """`fnin bench`: accuracy and speed of the integration methods on data with ground truth.
 
-Protocol (SPEC "Benchmark protocol", the same as BiNI's DiLiGenT evaluation so numbers
+Protocol (docs/methods.md#benchmark-protocol, the same as BiNI's DiLiGenT evaluation so numbers
 compare): for each case, est = the method's depth; over the mask and finite ground truth,
 perspective: scale = nanmedian(gt / est), MADE = nanmean(|scale * est - gt|);
 orthographic: offset = nanmedian(gt - est), MADE = nanmean(|est + offset - gt|).
@@ -295,7 +295,7 @@ def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, 
 def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = True, out_dir=None,
               mesh: bool = False, progress=None, refine=None, device: str = "auto",
               isolate: bool = False, dataset: str | None = None, model_path=None, repeat: int = 1) -> dict:
-    """Run every method on every case; return the report (SPEC's JSON schema).
+    """Run every method on every case; return the report (the ``--json`` record of ``fnin bench``).
 
     ``cases`` is a list of :class:`Case` or a source name for :func:`resolve_cases`.
     ``progress(done, total, case, method)`` is called before each run and once at the end

@@ -26,7 +26,7 @@ millimetres: each object (rotated uniformly) is 100-200 mm across in the image p
 (its larger x/y extent); perspective views put it
 1-2 m from the camera with f chosen so that it fills the frame (f comes out at about
 3-9 times the image width, DiLiGenT-like); orthographic views have depth in mm and the
-returned ``pixel_size`` in mm, so the MADE of the SPEC's protocol is in mm.
+returned ``pixel_size`` in mm, so the MADE of docs/methods.md#benchmark-protocol is in mm.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A z-buffer triangle rasterizer in pure numpy (depth, normals, mask, object ids).
 
-Conventions (SPEC): camera frame = OpenCV (x right = columns, y down = rows, z forward);
+Conventions (docs/methods.md#conventions): camera frame = OpenCV (x right = columns, y down = rows, z forward);
 pixel centres at integer (u, v) = (column, row).  Perspective: a pixel's ray is
 d = K^-1 (u, v, 1) = ((u - cx)/fx, (v - cy)/fy, 1) and a point is X = z d.
 Orthographic (``K=None``): X = (u s, v s, z) with pixel size ``s``.

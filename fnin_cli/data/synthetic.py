@@ -262,7 +262,7 @@ def make_scene(seed: int, h: int = 128, w: int | None = None, ortho_prob: float 
     return Scene(noisy.astype(np.float32), inp_mask, depth, K, clean)
 
 
-# objects smaller than this are not scored on their own in training (as benchmarks/default_rounds.object_error)
+# objects smaller than this are not scored on their own in training (as studies/_lib.py object_error)
 MIN_OBJECT_PIXELS = 200
 
 

@@ -1,6 +1,6 @@
 """Stage I of FNIN: a coarse-to-fine Fourier-neural-operator integrator with attention.
 
-Per scale (SPEC "Stage I"): the residual between the normals' gradient field g and the
+Per scale (docs/methods.md, "FNIN Stage I"): the residual between the normals' gradient field g and the
 central-difference gradient of the current unknown z^ is fed, with a coordinate grid,
 to an FNO; its output is a bounded increment of z^. The *initial* FNO runs at the
 coarsest scale (z^ constant), the *iterative* FNO is shared by all finer scales. An
@@ -15,7 +15,7 @@ synthetic data with random intrinsics:
   and the increment multiplied by it, so long- and short-focal inputs look alike to
   the network (integration is linear in g, so this costs nothing on smooth parts);
 - the attention net sees the four one-sided residuals (normal units, log-compressed)
-  in addition to SPEC's ``dis`` feature, so it need not learn to cancel the slope.
+  in addition to the paper's ``dis`` feature, so it need not learn to cancel the slope.
 
 Beyond the paper, an optional *edge net* (``EdgeNet``, ``NetConfig.edge_width`` > 0) gives
 Stage II its weights: dilated convolutions at full resolution over the upsampled z_R and

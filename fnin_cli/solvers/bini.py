@@ -1,5 +1,5 @@
 """BiNI's bilateral weights and its iteratively reweighted least squares (written from
-SPEC's description, not from BiNI's GPL code), plus the shared :class:`IntegrationResult`.
+the description in docs/methods.md#equations, not from BiNI's GPL code), plus the shared :class:`IntegrationResult`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
 
 def bini_weights(system: NormalSystem, z: np.ndarray, k: float = _S.k, differences: dict | None = None,
                  bias: dict | None = None) -> dict:
-    """BiNI's bilateral weights from the current z (SPEC "BiNI baseline").
+    """BiNI's bilateral weights from the current z (docs/methods.md#equations).
 
     Per pixel, the one-sided difference (times a) with the larger square gets the
     smaller weight: w_u- = sigmoid_k((A_u+ z)^2 - (A_u- z)^2), w_u+ = 1 - w_u-.
@@ -80,7 +80,7 @@ def integrate_bini(
     stop=None,
     adjust=None,
 ) -> IntegrationResult:
-    """BiNI's iteratively reweighted least squares, written from SPEC's description.
+    """BiNI's iteratively reweighted least squares, written from docs/methods.md#equations.
 
     Starts from ``z0`` (0 = BiNI's own start), solves each round inexactly with
     Jacobi-PCG to ``cg_rtol`` warm-started at the previous z (part of the method: an

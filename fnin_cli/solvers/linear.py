@@ -26,7 +26,7 @@ VCYCLE_SWEEPS = "one-each"
 def dot(a: np.ndarray, b: np.ndarray) -> float:
     """a . b as numpy's pairwise sum."""
     # numpy's pairwise sum, not BLAS ddot: multi-threaded BLAS on 2 loaded vCPUs can
-    # be orders of magnitude slower for these sizes (SPEC, measured facts).
+    # be orders of magnitude slower for these sizes (docs/decisions.md#blas-threads).
     return float(np.add.reduce(a * b))
 
 

@@ -155,7 +155,7 @@ def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=
     it): its relative error with the weights ``w`` (2 x H x W: w_u-, w_v-) and that error's
     gradient with respect to them. With an object id image, each object is aligned on its
     own (:func:`synthetic.object_relative_error`): the offsets between objects are not
-    the edge net's to learn (docs/studies/object-aligned-edge-net.md). ``cap`` > 0: an
+    the edge net's to learn (studies/object-aligned-edge-net/README.md). ``cap`` > 0: an
     object whose error exceeds it counts as ``cap`` with no gradient (errors no paired
     weights can mend, docs/decisions.md#sliver-attachments). ``gate``: the threshold of
     :func:`~fnin_cli.solvers.stage2.sliver_gate` applied to the weights (None: paired)."""

@@ -1,0 +1,86 @@
+"""Issue 31 item 2: a fold-or-jump test in the rounds' prior, chosen under the DiLiGenT guard.
+
+Usage (one thread; the rule is in FOLD_OR_JUMP.md, committed before this ran):
+
+    PYTHONPATH=$PWD python studies/trust-rounds/run_fold.py choose --out studies/trust-rounds/results/fold_choose.json
+    PYTHONPATH=$PWD python studies/trust-rounds/run_fold.py guard  --out studies/trust-rounds/results/fold_guard.json
+
+Reuses run.py's scenes, scoring and guard; only its table of
+configurations is this study's (``DEFAULT`` plus ``integrate(rounds_bias=FoldPrior(...))``;
+no module global of the package is assigned).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run as tr  # noqa: E402  (this study's run.py)
+
+from fnin_cli.config import DEFAULT  # noqa: E402
+from fnin_cli.train.config import VAL_SEED0  # noqa: E402
+
+from fold import FoldPrior  # noqa: E402
+
+
+def rounds(fold_cos, fold_join=0.0, fold_same_side=False):
+    """The default configuration with the fold prior these settings give (measured as
+    RoundsConfig fields of those names, now ``integrate(rounds_bias=)``: fold.py)."""
+    return {"config": DEFAULT, "rounds_bias": FoldPrior(fold_cos, fold_join, fold_same_side)}
+
+
+CONFIGS = {
+    "today": {"config": DEFAULT},                                  # at most 8 rounds
+    "fold30": rounds(fold_cos=0.3),                    # prior off at folds
+    "join30": rounds(fold_cos=0.3, fold_join=2.0),     # off, and held joined
+}
+# the second rule (README "Second rule"), after fold30/join30 were not adopted: a fold
+# also needs both sides to lean the same way along the edge's axis
+SECOND = {
+    "today": {"config": DEFAULT},
+    "joinS30": rounds(fold_cos=0.3, fold_join=2.0, fold_same_side=True),
+    "joinS30w": rounds(fold_cos=0.3, fold_join=1.0, fold_same_side=True),
+    "joinS20": rounds(fold_cos=0.2, fold_join=2.0, fold_same_side=True),
+}
+# the third rule (README "Third rule"): the join scaled by the edge net's belief that the
+# fold edge is joined (the issue's "the network's confidence as the prior's strength")
+THIRD = {
+    "today": {"config": DEFAULT},
+    "joinC30": {"config": DEFAULT, "rounds_bias": FoldPrior(0.3, 2.0, True, prior_scale=DEFAULT.rounds.edge_prior)},
+}
+SUITE_SEED = 31_003                  # fresh error draws for the real-like suite
+MESH_SEED0 = VAL_SEED0 + 3_133_000   # fresh validation-mesh scenes
+
+
+if __name__ == "__main__":
+    import argparse
+    import json
+
+    from threadpoolctl import threadpool_limits
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["choose", "guard"])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--suite-seed", type=int, default=SUITE_SEED)
+    ap.add_argument("--mesh-seed0", type=int, default=MESH_SEED0)
+    ap.add_argument("--configs", choices=["first", "second", "third"], default="first")
+    ap.add_argument("--data", default="/work/shared/data/diligent")
+    ap.add_argument("--bini", default=os.path.join(HERE, "results", "diligent_adopted.json"),
+                    help="a `fnin bench diligent --methods default,bini,wls --json` record (bini is unchanged)")
+    args = ap.parse_args()
+    tr.CONFIGS.clear()           # trust-rounds' script table, not a package global
+    if args.configs != "first":
+        CONFIGS = {"second": SECOND, "third": THIRD}[args.configs]
+    tr.CONFIGS.update(CONFIGS)
+    with threadpool_limits(1):
+        import torch
+
+        torch.set_num_threads(1)
+        result = tr.choose(args) if args.what == "choose" else tr.guard(args)
+    result["configs"] = {c: {k: repr(v.rounds) if k == "config" else repr(v) for k, v in kw.items()}
+                         for c, kw in CONFIGS.items()}
+    result["command"] = " ".join(sys.argv)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
