@@ -15,7 +15,7 @@ from .errors import FninError
 
 
 def downsample_input(inp, factor: int):
-    """The :class:`~fnin_cli.pipeline.Input` at 1/``factor`` of its size (see the module docstring).
+    """The :class:`~fnin_cli.inputs.Input` at 1/``factor`` of its size (see the module docstring).
 
     Examples
     --------

@@ -152,7 +152,7 @@ def test_lower_layers_do_not_import_higher_ones():
     """model, solvers, io and checks never import the pipeline, batch, bench, train or cli."""
     graph, _ = _package_imports()
     high = ("fnin_cli.pipeline", "fnin_cli.batch", "fnin_cli.bench", "fnin_cli.train", "fnin_cli.cli")
-    low = ("fnin_cli.model", "fnin_cli.solvers", "fnin_cli.io", "fnin_cli.checks", "fnin_cli.camera",
+    low = ("fnin_cli.model", "fnin_cli.solvers", "fnin_cli.io", "fnin_cli.checks", "fnin_cli.camera", "fnin_cli.inputs",
            "fnin_cli.conventions", "fnin_cli.config")
     bad = [f"{m} -> {n}" for m, deps in graph.items() if m.startswith(low) for n in deps if n.startswith(high)]
     assert not bad, bad

@@ -11,7 +11,8 @@ import numpy as np
 from ..conventions import canonical
 from ..errors import FninError
 from ..model import DEFAULT_WEIGHTS, DEVICES, unknown_device
-from ..pipeline import ORTHO_AND_K, parse_channels, run_config
+from ..inputs import ORTHO_AND_K, parse_channels
+from ..pipeline import run_config
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_named
 
 
