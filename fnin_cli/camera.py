@@ -143,6 +143,17 @@ class Camera:
         K[1, 2] = factor * (K[1, 2] + 0.5) - 0.5
         return Camera(K, self.pixel_size)
 
+    def strided(self, step: int) -> "Camera":
+        """The same camera for the image ``img[::step, ::step]`` (pixel u' is pixel
+        step u': every pixel kept, none averaged, unlike :meth:`scaled`)."""
+        if step == 1:
+            return self
+        if self.K is None:
+            return Camera(None, self.pixel_size * step)
+        K = self.K.copy()
+        K[:2] /= step
+        return Camera(K, self.pixel_size)
+
 
 def normals_from_depth(depth: np.ndarray, camera: Camera) -> np.ndarray:
     """Unit normals (OpenCV frame, facing the camera) of a depth map by central differences."""

@@ -20,7 +20,7 @@ from . import conventions, io
 from .camera import Camera
 from .checks import INVALID_MAX, check_decoding, check_invalid
 from .errors import FninError, FninWarning, for_caller, warn
-from .io.layout import beside, find_in_folder
+from .io.layout import input_files
 
 # the one message of the rule "an orthographic camera has no intrinsics" (CLI and API)
 ORTHO_AND_K = "--ortho and a camera (--K) both given; drop one of them"
@@ -75,11 +75,8 @@ def load_input(
     ``ortho`` say otherwise; ``Input.mask_source`` and ``Input.camera_source`` say where
     the mask and the camera came from.
     """
-    path = Path(path)
-    if path.is_dir():
-        npath, fmask, fK = find_in_folder(path)
-    else:  # a normal_map.png inside a layout folder reads the folder's mask and K.txt too
-        npath, (fmask, fK) = path, beside(path)
+    # a folder's files, or a file and (for a normal_map.png in a layout folder) its mask and K.txt
+    npath, fmask, fK = input_files(path)
     mask = fmask if mask is None else mask
     if K is None and not ortho:
         K = fK

@@ -30,6 +30,7 @@ from .solvers.registry import DEFAULT_METHOD, METHODS, RunArgs, method_named  # 
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
 
+
 @dataclass
 class Result:
     """The outcome of :func:`integrate`: depth, discontinuity map, camera, mask, seconds per stage."""
@@ -92,6 +93,8 @@ def check_scale(inp: Input, mean_depth: float | None = None, depth_at: tuple | N
             raise FninError(f"--depth-at depth must be positive for a perspective camera, got {d:g}", inp.source)
     if mean_depth is not None and inp.camera.perspective and not mean_depth > 0:
         raise FninError(f"--mean-depth must be positive for a perspective camera, got {mean_depth:g}", inp.source)
+
+
 # ------------------------------------------------------------------ integration
 
 def integrate(

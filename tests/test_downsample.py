@@ -113,12 +113,11 @@ def test_preview_of_a_large_map_is_computed_on_the_decimated_grid():
     img = preview_image(s.normals.astype(np.float32), s.depth.astype(np.float32), None, cam, s.support)
     assert img.shape[0] * img.shape[1] <= 2_300_000      # panels <= 2 MP, plus titles and legend
     # the shading's normals come from the decimated depth with the decimated camera: exact ones
-    from fnin_cli.batch.preview import _strided
     from fnin_cli.camera import normals_from_depth
 
     for c in (cam, Camera(None, 0.5)):
         surf = s if c is cam else paraboloid((h, w), c, 10.0, -1e-6)
-        got = normals_from_depth(surf.depth[::3, ::3], _strided(c, 3))[1:-1, 1:-1]
+        got = normals_from_depth(surf.depth[::3, ::3], c.strided(3))[1:-1, 1:-1]
         ok = np.isfinite(got).all(-1)
         assert ok.mean() > 0.9
         assert np.abs(got - surf.normals[::3, ::3][1:-1, 1:-1])[ok].max() < 1e-3

@@ -250,20 +250,14 @@ START = {"finetune": "edge_net_start.safetensors", "solve": "edge_net_finetune51
 
 
 @pytest.mark.parametrize("which", ["stage1", "edges", "finetune", "solve"])
-def test_training_is_deterministic_and_matches_model_card(tmp_path, which, monkeypatch):
+def test_training_is_deterministic_and_matches_model_card(tmp_path, which):
     """Re-run each shipped training run's config for a few steps: the first logged losses
     match its card. The edges runs start from the Stage I inside the shipped file; each
     fine-tuning from the edge net it started from, shipped beside it (START). The solve
     objective applies the sliver gate its card names (none: trained before the gate)."""
     card = _shipped_cards()[which]
-    from dataclasses import replace
-
-    from fnin_cli import config
-
-    gate = card.get("stage2_sliver_gate")
-    monkeypatch.setattr(config, "DEFAULT", replace(config.DEFAULT, one_shot=replace(config.DEFAULT.one_shot,
-                                                                                   sliver_gate=gate)))
     cfg = TrainConfig.from_dict(card["train_config"])
+    cfg.solve_gate = card.get("stage2_sliver_gate")   # the gate its solve objective applied (None: before it)
     n = 3
     cfg.steps, cfg.val_every, cfg.ckpt_every = n, 10**9, 10**9
     trained_on = cfg.device

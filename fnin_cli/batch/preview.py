@@ -52,7 +52,7 @@ def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", 
 
     # 2: shading of the normals of the integrated depth (input normals where undefined)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_out = normals_from_depth(depth[::step, ::step].astype(np.float64), _strided(camera, step))
+        n_out = normals_from_depth(depth[::step, ::step].astype(np.float64), camera.strided(step))
     bad = ~np.isfinite(n_out).all(-1)
     n_out[bad] = n_in[bad]
     light = _LIGHT / np.linalg.norm(_LIGHT)
@@ -105,16 +105,6 @@ def preview_title(inp, res) -> str:
     rounds = f"{res.rounds} round{'s' if res.rounds != 1 else ''}"
     return f"{shown} | {res.method}, {rounds} | {camera}"
 
-
-def _strided(camera, step: int):
-    """The camera of the image ``img[::step, ::step]`` (pixel u' is pixel step u')."""
-    if step == 1:
-        return camera
-    if camera.K is None:
-        return type(camera)(None, camera.pixel_size * step)
-    K = camera.K.copy()
-    K[:2] /= step
-    return type(camera)(K, camera.pixel_size)
 
 
 def _widen(p: np.ndarray) -> np.ndarray:

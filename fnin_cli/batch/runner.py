@@ -15,7 +15,6 @@ import threading
 import time
 import traceback
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from .. import io
 from ..downsample import downsample_input
 from ..errors import FninError, FninWarning, use_cli_messages
 from ..io.formats import probe_shape
-from ..io.layout import beside, find_in_folder
+from ..io.layout import input_files
 from ..pipeline import depth_pins, integrate, load_input
 from ..resources import PeakMemory, limit_threads
 from ..solvers.registry import BY_NAME
@@ -307,11 +306,6 @@ def _make_K(options: Options, shape) -> np.ndarray:
     return np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
 
 
-def _normals_file(inp: str) -> Path:
-    p = Path(inp)
-    return find_in_folder(p)[0] if p.is_dir() else p
-
-
 def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, status=None) -> None:
     if isinstance(_STATE["model"], FninError):
         raise _STATE["model"]
@@ -319,7 +313,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     t = time.perf_counter()
     if status is not None:
         status.stage("load")
-    npath = _normals_file(job.input)
+    npath, layout_mask, _ = input_files(job.input)
     if not npath.exists():
         raise FninError("file not found", npath)
     shape = probe_shape(npath)
@@ -330,8 +324,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     if shape is not None:
         io.check_size(shape, npath)
         # the masked pixels decide the memory: read the mask now (once; the loader gets the array)
-        mask_path = mask if mask is not None else (find_in_folder(Path(job.input))[1]
-                                                   if Path(job.input).is_dir() else beside(Path(job.input))[0])
+        mask_path = mask if mask is not None else layout_mask
         if mask_path is not None:
             mask, mask_source = io.read_mask(mask_path, shape), str(mask_path)
         check_memory(shape, options.method, npath, mesh_out, workers,

@@ -45,6 +45,15 @@ def beside(normals_file):
     return _mask_and_K(p.parent)
 
 
+def input_files(path):
+    """The (normal map, mask or None, K.txt or None) paths an INPUT reads: a case folder's
+    (:func:`find_in_folder`), or a file and what lies :func:`beside` it."""
+    path = Path(path)
+    if path.is_dir():
+        return find_in_folder(path)
+    return (path, *beside(path))
+
+
 def _mask_and_K(folder: Path):
     mask = next((folder / n for n in FOLDER_MASKS if (folder / n).exists()), None)
     K = folder / FOLDER_K if (folder / FOLDER_K).exists() else None

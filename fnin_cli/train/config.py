@@ -53,6 +53,8 @@ class TrainConfig:
                                       # BiNI's weights where the solve's error says little)
     solve_cap: float = 0.0            # edges, "solve": an object whose relative error exceeds this
                                       # counts as this, without gradient (0: no cap)
+    solve_gate: float | None = DEFAULT.one_shot.sliver_gate   # edges, "solve": the sliver gate the
+                                      # solve applies, as inference does (None: paired, before the gate)
     meshes: str = ""                  # a folder of meshes: its training split is rendered into scenes
     mesh_prob: float = 0.0            # share of scenes rendered from ``meshes`` (the rest procedural)
     edge_target: str = "true"         # edges, the cross-entropy's targets: "true" (BiNI's weights of the

@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import config as integration
 from ..data.synthetic import make_scene, object_relative_error
 from ..model.fnin_net import count_parameters
 from ..model.geometry import masked_mean
@@ -245,7 +244,7 @@ def export(model, cfg: TrainConfig, log: dict, out, command: str = "") -> dict:
         card["resumed_commits"] = log["command_commits"][1:]
     if cfg.stage == "edges":
         if cfg.edge_objective == "solve":
-            card["stage2_sliver_gate"] = integration.DEFAULT.one_shot.sliver_gate     # what the solve objective applied
+            card["stage2_sliver_gate"] = cfg.solve_gate     # what the solve objective applied
         base = Path(cfg.base)
         card["base"] = log.get("base") or base_record(base)
         base_is_edges = bool(card["base"]["card"]) and card["base"]["card"]["train_config"].get("stage") == "edges"

@@ -120,22 +120,22 @@ def _numpy_system(normals, mask, K, pixel):
 def solve_loss(model, lv, z_gt, cfg: "TrainConfig"):
     """The edge net's end-to-end objective: the relative error (``synthetic.relative_error``)
     of Stage II's solution with its weights, sharpened and sliver-gated as at inference
-    (``OneShotConfig.sliver_gate`` of ``config.DEFAULT``), differentiated
+    (``TrainConfig.solve_gate``, inference's ``OneShotConfig.sliver_gate``), differentiated
     through the solve. A(w) z = b(w) gives dL/dw_d = -(a D_d l) r_d(z) with A l = dL/dz
     (``NormalSystem.weight_gradients``): one more solve per scene, same AMG hierarchy.
     Returns a tensor with the batch mean as value and that gradient."""
     z_r, logits = _edge_logits(model, lv, cfg)
-    return _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers, cfg.solve_cap)
+    return _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers, cfg.solve_cap, cfg.solve_gate)
 
 
-def _solve_error(logits, lv, z_r, z_gt, workers: int = 0, cap: float = 0.0):
-    one_shot = integration.DEFAULT.one_shot     # as inference applies it (read at call time)
-    w = torch.sigmoid(one_shot.edge_sharpness * logits) * lv.mask   # stage2.sharpen of the sigmoid
+def _solve_error(logits, lv, z_r, z_gt, workers: int = 0, cap: float = 0.0,
+                 gate: float | None = integration.DEFAULT.one_shot.sliver_gate):
+    sharpness = integration.DEFAULT.one_shot.edge_sharpness     # as inference applies it
+    w = torch.sigmoid(sharpness * logits) * lv.mask   # stage2.sharpen of the sigmoid
     w_np = w.detach().double().cpu().numpy()
     batch = w_np.shape[0]
     zr_np = z_r.detach().cpu().numpy()
     zgt_np = z_gt.detach().cpu().numpy()
-    gate = one_shot.sliver_gate
     jobs = [(*_scene_numpy(lv, b), w_np[b], zr_np[b, 0], zgt_np[b, 0], _scene_objects(lv, b), cap, gate)
             for b in range(batch)]
     if workers > 0:
@@ -245,6 +245,6 @@ def step_loss(model, lv, z_gt, cfg: TrainConfig, teacher=None):
     z_r, logits = _edge_logits(model, lv, cfg)       # once, for both parts of the objective
     if cfg.edge_objective != "solve":
         return _bce_to_bini(logits, lv, z_gt, cfg, teacher)
-    loss = _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers, cfg.solve_cap)
+    loss = _solve_error(logits, lv, z_r, z_gt, cfg.solve_workers, cfg.solve_cap, cfg.solve_gate)
     # the anchor's targets: the teacher's weights where the run has one, else the true unknown's
     return loss + cfg.solve_bce * _bce_to_bini(logits, lv, z_gt, cfg, teacher) if cfg.solve_bce else loss
