@@ -44,6 +44,11 @@ class SolverConfig:
     inner_solver: str = "jacobi"
     # PCG's iteration cap on the CPU (Stage II, bini, the rounds)
     maxiter: int = 5000
+    # when the network runs on a CUDA device and the map has at least this many masked
+    # pixels, Stage II and the rounds solve there on the pixel grid (solvers.grid) instead of
+    # AMG on the CPU: 5.4x faster at 24 MP, 2.1x at 0.75 M, 2.4x slower on DiLiGenT's
+    # objects; None: never (docs/decisions.md#grid-on-gpu)
+    gpu_grid_pixels: int | None = 500_000
     # wls: one smooth solve, to near-exactness
     wls_rtol: float = 1e-8
 

@@ -142,7 +142,9 @@ def test_full_float32_restores_the_cudnn_flags():
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_gives_the_cpu_answer():
-    """Stage I on the GPU (no TF32) equals the CPU's, so fnin's depth does not depend on the device."""
+    """Stage I on the GPU (no TF32) equals the CPU's, so with the CPU's solver fnin's depth
+    does not depend on the device; with the GPU's own (the grid, the default on CUDA) it is
+    as accurate as the CPU's."""
     sc = make_scene(5, 256, 320, ortho_prob=0.0)
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     zc, oc = inference.stage1(model_weights.load_model(None, "cpu"), inp, "cpu")
@@ -150,9 +152,16 @@ def test_cuda_gives_the_cpu_answer():
     m = inp.mask
     assert np.abs(zc[m] - zg[m]).max() < 1e-4 * np.abs(zc[m]).max()
     assert np.abs(oc[m] - og[m]).max() < 1e-3
+    amg = replace(DEFAULT, solver=replace(DEFAULT.solver, gpu_grid_pixels=None))
+    grid = replace(DEFAULT, solver=replace(DEFAULT.solver, gpu_grid_pixels=0))
     a = integrate(inp, "fnin", device="cpu").depth[m]
-    b = integrate(inp, "fnin", device="cuda").depth[m]
+    b = integrate(inp, "fnin", device="cuda", config=amg).depth[m]
     assert np.abs(a - b).mean() < 1e-3 * np.abs(a - a.mean()).mean()
+    from fnin_cli.bench.cases import align_and_errors
+
+    e_cpu = align_and_errors(integrate(inp, "fnin", device="cpu").depth, sc.depth, m, True)["made"]
+    e_grid = align_and_errors(integrate(inp, "fnin", device="cuda", config=grid).depth, sc.depth, m, True)["made"]
+    assert e_grid <= 1.1 * e_cpu + 1e-6
 
 
 def test_refine_rounds_keep_separate_objects_where_the_method_put_them(monkeypatch):

@@ -45,7 +45,7 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
     else:
         if stage is not None:
             stage("solve", None, None)
-        lin, own_rtol, maxiter = pick_solver(solver, config)
+        lin, own_rtol, maxiter = pick_solver(solver, config, net_device, system.n)
         z_r = z_img[system.mask]
         if variant.bini_weights:
             weights = bini_weights(system, z_r, config.solver.k)

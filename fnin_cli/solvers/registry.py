@@ -50,6 +50,7 @@ class MethodOutput:
     iterations: int
     seconds: dict
     edge_p: object = None      # fnin's edge net w_u-, w_v- as a (2, H, W) image (the rounds' prior), or None
+    grid_device: str | None = None  # the device whose grid solver ran Stage II (solvers.grid): the rounds' too
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,18 @@ def _run_bini(system, inp, a: RunArgs) -> MethodOutput:
 
 def _run_fnin(variant: FninVariant, system, inp, a: RunArgs) -> MethodOutput:
     # imported here so that wls and bini runs never import torch (tests/test_layout.py)
+    from ..model.weights import resolve_device
     from .fnin import run_fnin
+    from .stage2 import pick_solver
 
     z, weights, disc, seconds, p_img = run_fnin(system, inp, variant, a.config, model=a.model, device=a.device,
                                                 lam=a.lam, solver=a.solver, stage=a.stage, rtol=a.rtol,
                                                 hierarchy=a.hierarchy)
-    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None)
+    # the rounds solve where Stage II did (run_fnin picks it the same way)
+    device = next(a.model.parameters()).device if a.model is not None else resolve_device(a.device)
+    lin = pick_solver(a.solver, a.config, device, system.n)[0]
+    grid = (lin.partition(":")[2] or "cpu") if variant.solve and lin.startswith("grid") else None
+    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, grid)
 
 
 # bytes per masked pixel: measured peaks, raised ~15-20 % (studies/memory-estimate/;

@@ -18,15 +18,21 @@ from .bini import bini_layout
 from .linear import AMGCache
 from .system import NormalSystem
 
-def pick_solver(solver: str, config: IntegrationConfig = DEFAULT) -> tuple:
+def pick_solver(solver: str, config: IntegrationConfig = DEFAULT, device=None, pixels: int = 0) -> tuple:
     """(linear solver, rtol, maxiter) for Stage II.
 
-    ``auto`` is AMG-PCG on the CPU whatever device ran the network: faster and exact
-    (docs/decisions.md#stage2-on-cpu). An explicit ``torch[:device]`` gets
+    ``auto`` is AMG-PCG on the CPU (docs/decisions.md#stage2-on-cpu), or, when the network
+    ran on a CUDA ``device`` and the map has at least ``SolverConfig.gpu_grid_pixels``
+    masked ``pixels``, multigrid-PCG on the pixel grid on that device, ``grid:DEVICE``
+    (:mod:`.grid`; docs/decisions.md#grid-on-gpu). An explicit ``torch[:device]`` gets
     ``OneShotConfig.gpu_solve_rtol``.
     """
     one = config.one_shot
     if solver == "auto":
+        least = config.solver.gpu_grid_pixels
+        if (device is not None and getattr(device, "type", str(device)).startswith("cuda")
+                and least is not None and pixels >= least):
+            return f"grid:{device}", one.solve_rtol, config.solver.maxiter
         return "amg", one.solve_rtol, config.solver.maxiter
     if solver.startswith("torch"):
         return solver, one.gpu_solve_rtol, one.gpu_maxiter
@@ -170,6 +176,11 @@ def stage2(system: NormalSystem, z_r: np.ndarray, weights: dict, lam: float = DE
     network's (:func:`model_weights`; fnin), or BiNI's from z_R
     (:func:`~fnin_cli.solvers.bini.bini_weights`; fnin-s). ``hierarchy``: see
     :func:`~fnin_cli.solvers.linear.solve_spd`. Returns (z, weights)."""
+    if solver.startswith("grid"):
+        from .grid import grid_solve   # torch: only for this solver
+
+        z, _ = grid_solve(system, weights, lam, z_r, z_r, rtol, maxiter, solver.partition(":")[2] or "cpu")
+        return z, weights
     z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol, maxiter=maxiter,
                         hierarchy=hierarchy)
     return z, weights

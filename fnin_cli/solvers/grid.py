@@ -1,0 +1,395 @@
+"""The weighted least-squares system on the pixel grid, in torch: for GPUs.
+
+:class:`~fnin_cli.solvers.system.NormalSystem` keeps the masked pixels as a vector and
+solves with a sparse matrix and AMG on the CPU. On a GPU the same 5-point system is
+faster kept as images: the matrix is a diagonal image and two coupling images (to the
+right and to the pixel below), a product with it is a handful of shifted elementwise
+operations, and the preconditioner is a geometric multigrid V-cycle whose coarse grids
+merge 2x2 blocks of pixels (piecewise-constant prolongation, Galerkin coarse operators,
+which stay 5-point stencils), red-black Gauss-Seidel smoothing and a dense Cholesky
+solve on the coarsest grid. :func:`grid_rounds` runs BiNI's rounds this way, weights and
+energy included, so that nothing but the result crosses back to the CPU.
+
+The equations are :mod:`.system`'s (docs/methods.md#equations): the same matrix, the
+same right-hand side and the same stopping rule, so on any device the answer agrees with
+the CPU's to the solver's tolerance (tests/test_grid.py). It runs on the CPU too
+(``device="cpu"``), which is how it is tested without a GPU; there the CPU's AMG is
+faster (docs/decisions.md#grid-on-gpu).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..config import DEFAULT
+from .bini import IntegrationResult
+from .linear import SolveInfo
+from .system import DIRECTIONS, NormalSystem
+
+# the coarsest grid has at most this many pixels; it is solved densely (Cholesky)
+COARSEST = 1024
+# the coarse-grid correction scaled up: piecewise-constant prolongation under-corrects
+# smooth error (Stage II on a 47k-pixel view: 62 PCG iterations against 92 at 1.0, 86 at
+# 1.8; docs/decisions.md#grid-on-gpu)
+COARSE_SCALE = 1.5
+# red-black Gauss-Seidel sweeps before and after each coarse correction (2: 42 iterations
+# against 62 with 1, in less time)
+SWEEPS = 2
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+class GridSystem:
+    """A :class:`NormalSystem` laid out on the image grid (cropped to the mask's box) as
+    torch tensors on ``device``.
+
+    Parameters
+    ----------
+    system : NormalSystem
+        The system to solve.
+    device : str
+        A torch device ("cpu", "cuda", "cuda:1").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fnin_cli.camera import Camera
+    >>> n = np.dstack([np.zeros((4, 5)), np.zeros((4, 5)), -np.ones((4, 5))])
+    >>> grid = GridSystem(NormalSystem(n, np.ones((4, 5), bool), Camera(None, 1.0)), "cpu")
+    >>> grid.shape
+    (4, 5)
+    """
+
+    def __init__(self, system: NormalSystem, device: str = "cpu"):
+        torch = _torch()
+        self.system = system
+        self.device = torch.device(device)
+        rows, cols = np.nonzero(system.mask.any(axis=1))[0], np.nonzero(system.mask.any(axis=0))[0]
+        self.box = (slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)) if rows.size else (slice(0, 0),) * 2
+        mask = np.ascontiguousarray(system.mask[self.box])
+        self.shape = mask.shape
+        self.mask = torch.from_numpy(mask).to(self.device)
+        self.active = self.mask.to(torch.float64)
+        self.a_u, self.a_v = self.image(system.a_u), self.image(system.a_v)
+        self.nx, self.ny = self.image(system.nx), self.image(system.ny)
+        # eh[r, c]: pixel (r, c) and its right neighbour both masked (last column 0);
+        # ev[r, c]: (r, c) and the pixel below (last row 0)
+        self.eh = torch.zeros_like(self.active)
+        self.eh[:, :-1] = self.active[:, :-1] * self.active[:, 1:]
+        self.ev = torch.zeros_like(self.active)
+        self.ev[:-1, :] = self.active[:-1, :] * self.active[1:, :]
+        # which pixels have each one-sided difference
+        self.has = {"u+": self.eh, "u-": _shift_right(self.eh), "v+": self.ev, "v-": _shift_down(self.ev)}
+
+    # ------------------------------------------------------------ layout
+
+    def image(self, values) -> "torch.Tensor":
+        """Masked-pixel values (numpy vector or tensor) as a (h, w) float64 image on the
+        device, 0 outside the mask."""
+        torch = _torch()
+        img = torch.zeros(self.shape, dtype=torch.float64, device=self.device)
+        v = values if isinstance(values, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(values, np.float64))
+        img[self.mask] = v.to(self.device, torch.float64)
+        return img
+
+    def vector(self, img) -> np.ndarray:
+        """The masked pixels of a (h, w) image, as the system's float64 numpy vector."""
+        return img[self.mask].cpu().numpy().astype(np.float64, copy=False)
+
+    def weights_images(self, weights: dict | None) -> dict:
+        if weights is None:
+            return {d: self.active for d in DIRECTIONS}
+        return {d: self.image(weights[d]) for d in DIRECTIONS}
+
+    # ------------------------------------------------------------ residuals, BiNI's weights
+
+    def differences(self, z) -> dict:
+        """a * one-sided differences of the (h, w) image z per direction, 0 where none."""
+        dh = _right(z) - z        # z(r, c+1) - z(r, c), valid where eh
+        dv = _down(z) - z
+        up, vp = self.a_u * dh * self.eh, self.a_v * dv * self.ev
+        return {"u+": up, "u-": self.a_u * _shift_right(dh * self.eh),
+                "v+": vp, "v-": self.a_v * _shift_down(dv * self.ev)}
+
+    def residuals(self, d: dict) -> dict:
+        return {"u+": (d["u+"] + self.nx) * self.has["u+"], "u-": (d["u-"] + self.nx) * self.has["u-"],
+                "v+": (d["v+"] + self.ny) * self.has["v+"], "v-": (d["v-"] + self.ny) * self.has["v-"]}
+
+    def bini_weights_and_energy(self, z, k: float, bias: dict | None = None) -> tuple[dict, float]:
+        """BiNI's weights of z (as :func:`~fnin_cli.solvers.bini.bini_weights`, ``bias``
+        per-axis logit images) and the weighted energy, as
+        :meth:`NormalSystem.energy` computes it."""
+        torch = _torch()
+        d = self.differences(z)
+        xu, xv = d["u+"] ** 2 - d["u-"] ** 2, d["v+"] ** 2 - d["v-"] ** 2
+        if bias is None:
+            wu, wv = torch.sigmoid(k * xu), torch.sigmoid(k * xv)
+        else:
+            wu, wv = torch.sigmoid(k * xu + bias["u"]), torch.sigmoid(k * xv + bias["v"])
+        # outside the mask the weights are never used; keep them 0 like the residuals
+        wu, wv = wu * self.active, wv * self.active
+        w = {"u+": self.active - wu, "u-": wu, "v+": self.active - wv, "v-": wv}
+        r = self.residuals(d)
+        energy = float(sum(torch.sum(w[x] * r[x] * r[x]) for x in DIRECTIONS))
+        return w, energy
+
+    # ------------------------------------------------------------ normal equations
+
+    def stencil(self, w: dict, lam: float) -> "Stencil":
+        """The matrix sum_d (a D_d)^T W_d (a D_d) + lam I as a 5-point stencil."""
+        ch = (w["u+"] * self.a_u ** 2 + _right(w["u-"] * self.a_u ** 2)) * self.eh
+        cv = (w["v+"] * self.a_v ** 2 + _down(w["v-"] * self.a_v ** 2)) * self.ev
+        diag = lam * self.active + ch + _shift_right(ch) + cv + _shift_down(cv)
+        return Stencil(diag, ch, cv, self.active)
+
+    def rhs(self, w: dict):
+        th = (w["u+"] * self.a_u * self.nx + _right(w["u-"] * self.a_u * self.nx)) * self.eh
+        tv = (w["v+"] * self.a_v * self.ny + _down(w["v-"] * self.a_v * self.ny)) * self.ev
+        return th - _shift_right(th) + tv - _shift_down(tv)
+
+    def solve(self, w: dict, lam: float, z_prior, x0, rtol: float, maxiter: int, hierarchy: "Multigrid | None" = None):
+        """Minimise the weighted objective with images ``w`` (:meth:`weights_images`),
+        prior image ``z_prior``, start ``x0``; tolerance relative to the data part of the
+        right-hand side, as :meth:`NormalSystem.solve`. Returns (z image, iterations,
+        relative residual, the V-cycle's :class:`Multigrid`)."""
+        A = self.stencil(w, lam)
+        b = self.rhs(w)
+        ref = float(_norm(b))
+        if z_prior is not None and lam:
+            b = b + lam * z_prior * self.active
+        mg = Multigrid(A) if hierarchy is None else hierarchy.refreshed(A)
+        x, it, res = pcg(A, b, x0, mg.vcycle, rtol, maxiter, ref)
+        return x, it, res, mg
+
+
+class Stencil:
+    """A symmetric 5-point operator on an (h, w) grid: ``diag``, ``ch`` (coupling of
+    (r, c) and (r, c+1), last column 0) and ``cv`` ((r, c) and (r+1, c), last row 0), all
+    non-negative; A x = diag x - ch x(right) - ... . Pixels that are not ``active`` have
+    diag 1 and no coupling (x and the right-hand side stay 0 there)."""
+
+    def __init__(self, diag, ch, cv, active):
+        self.ch, self.cv, self.active = ch, cv, active
+        self.diag = diag * active + (1.0 - active)
+        self.inv_diag = 1.0 / self.diag
+
+    def offdiag(self, x):
+        """-(the off-diagonal part of A) x: sum of the couplings times the neighbours."""
+        return (self.ch * _right(x) + _shift_right(self.ch * x)
+                + self.cv * _down(x) + _shift_down(self.cv * x))
+
+    def __matmul__(self, x):
+        return self.diag * x - self.offdiag(x)
+
+    def coarsened(self) -> "Stencil":
+        """The Galerkin operator P^T A P for P merging each 2x2 block (padded to even sides)."""
+        torch = _torch()
+        h, w = self.diag.shape
+
+        def pad(t):   # to even sides, with inactive pixels (0: no diagonal, no coupling)
+            return torch.nn.functional.pad(t, (0, w % 2, 0, h % 2)) if h % 2 or w % 2 else t
+
+        act, d = pad(self.active), pad(self.diag * self.active)
+        ch, cv = pad(self.ch), pad(self.cv)
+        H, W = act.shape[0] // 2, act.shape[1] // 2
+        blocks = lambda t: t.reshape(H, 2, W, 2)   # noqa: E731
+        a = blocks(act).amax(dim=(1, 3))
+        dsum = blocks(d).sum(dim=(1, 3))
+        chb, cvb = blocks(ch), blocks(cv)
+        internal = chb[:, :, :, 0].sum(dim=1) + cvb[:, 0, :, :].sum(dim=2)
+        ch_c = chb[:, :, :, 1].sum(dim=1)     # fine column 2J+1 couples block J to block J+1
+        cv_c = cvb[:, 1, :, :].sum(dim=2)     # fine row 2I+1 couples block I to block I+1
+        ch_c[:, -1] = 0.0
+        cv_c[-1, :] = 0.0
+        return Stencil(dsum - 2.0 * internal, ch_c * a * _right(a), cv_c * a * _down(a), a)
+
+    def dense(self):
+        """The operator as a dense (h w, h w) matrix (for the coarsest grid)."""
+        torch = _torch()
+        h, w = self.diag.shape
+        n = h * w
+        A = torch.diag(self.diag.reshape(-1))
+        idx = torch.arange(n, device=self.diag.device).reshape(h, w)
+        p, q = idx[:, :-1].reshape(-1), idx[:, 1:].reshape(-1)
+        c = self.ch[:, :-1].reshape(-1)
+        A[p, q] = -c
+        A[q, p] = -c
+        p, q = idx[:-1, :].reshape(-1), idx[1:, :].reshape(-1)
+        c = self.cv[:-1, :].reshape(-1)
+        A[p, q] = -c
+        A[q, p] = -c
+        return A
+
+
+class Multigrid:
+    """A geometric V-cycle for a :class:`Stencil`: 2x2 aggregation down to at most
+    ``COARSEST`` pixels, ``sweeps`` red-black Gauss-Seidel sweeps before and after each
+    coarse correction (the second set in reverse colour order: a symmetric cycle),
+    Cholesky on the coarsest grid."""
+
+    def __init__(self, A: Stencil, coarse_scale: float = COARSE_SCALE, sweeps: int = SWEEPS):
+        torch = _torch()
+        self.coarse_scale, self.sweeps = coarse_scale, sweeps
+        # float64 throughout: a float32 cycle took 3.2x the time at 24 MP (the Galerkin
+        # diagonals cancel; docs/decisions.md#grid-on-gpu)
+        self.levels = [A]
+        while self.levels[-1].diag.numel() > COARSEST and min(self.levels[-1].diag.shape) > 1:
+            self.levels.append(self.levels[-1].coarsened())
+        self.chol = torch.linalg.cholesky(self.levels[-1].dense())
+        self.red = [((torch.arange(L.diag.shape[0], device=A.diag.device)[:, None]
+                      + torch.arange(L.diag.shape[1], device=A.diag.device)[None, :]) % 2 == 0).to(L.diag.dtype)
+                    for L in self.levels]
+
+    def refreshed(self, A: Stencil) -> "Multigrid":
+        """A fresh hierarchy for new weights on the same grid (building one is a few
+        elementwise passes: nothing is worth keeping)."""
+        return Multigrid(A, self.coarse_scale, self.sweeps)
+
+    def vcycle(self, b):
+        return self._cycle(0, b)
+
+    def _cycle(self, i: int, b):
+        torch = _torch()
+        L = self.levels[i]
+        if i == len(self.levels) - 1:
+            x = torch.cholesky_solve(b.reshape(-1, 1), self.chol).reshape(b.shape)
+            return x * L.active
+        red = self.red[i]
+        x = torch.zeros_like(b)
+        for _ in range(self.sweeps):
+            x = self._sweep(L, x, b, red, 1.0 - red)
+        r = b - L @ x
+        H, W = self.levels[i + 1].diag.shape
+        h, w = r.shape
+        rp = torch.nn.functional.pad(r, (0, 2 * W - w, 0, 2 * H - h))
+        rc = rp.reshape(H, 2, W, 2).sum(dim=(1, 3))
+        ec = self._cycle(i + 1, rc)
+        e = ec.repeat_interleave(2, 0).repeat_interleave(2, 1)[:h, :w]
+        x = x + self.coarse_scale * e * L.active
+        for _ in range(self.sweeps - 1):
+            x = self._sweep(L, x, b, 1.0 - red, red)
+        return self._sweep(L, x, b, 1.0 - red, red)
+
+    @staticmethod
+    def _sweep(L: Stencil, x, b, first, second):
+        for colour in (first, second):
+            x_new = (b + L.offdiag(x)) * L.inv_diag
+            x = x + colour * (x_new - x)
+        return x * L.active
+
+
+def pcg(A: Stencil, b, x0, precondition, rtol: float, maxiter: int, ref_norm: float | None = None):
+    """Preconditioned CG on images; stops when ||b - A x|| <= rtol * ref_norm (||b|| if
+    None), as :func:`fnin_cli.solvers.linear.pcg`. Returns (x, iterations, relative residual)."""
+    torch = _torch()
+    x = x0.clone()
+    bnorm = float(_norm(b)) if ref_norm is None else float(ref_norm)
+    bnorm = bnorm or 1.0
+    r = b - A @ x
+    rnorm = float(_norm(r))
+    it = 0
+    if rnorm <= rtol * bnorm:
+        return x, 0, rnorm / bnorm
+    z = precondition(r)
+    p = z.clone()
+    rz = torch.sum(r * z)
+    for it in range(1, maxiter + 1):
+        Ap = A @ p
+        alpha = rz / torch.sum(p * Ap)
+        x += alpha * p
+        r -= alpha * Ap
+        rnorm = float(_norm(r))
+        if rnorm <= rtol * bnorm:
+            break
+        z = precondition(r)
+        rz_new = torch.sum(r * z)
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    return x, it, rnorm / bnorm
+
+
+def grid_solve(system: NormalSystem, weights: dict | None, lam: float, z_prior: np.ndarray | None,
+               x0: np.ndarray | None, rtol: float, maxiter: int, device: str) -> tuple[np.ndarray, SolveInfo]:
+    """:meth:`NormalSystem.solve` on the grid on ``device`` (Stage II's ``grid:DEVICE``,
+    :func:`~fnin_cli.solvers.stage2.stage2`)."""
+    t0 = time.perf_counter()
+    grid = GridSystem(system, device)
+    prior = None if z_prior is None else grid.image(z_prior)
+    start = grid.image(x0) if x0 is not None else (prior if prior is not None else grid.image(np.zeros(system.n)))
+    t1 = time.perf_counter()
+    z, it, res, _ = grid.solve(grid.weights_images(weights), lam, prior, start, rtol, maxiter)
+    out = grid.vector(z)
+    return out, SolveInfo(f"grid:{device}", it, res, t1 - t0, time.perf_counter() - t1)
+
+
+def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, lam: float, z_prior: np.ndarray,
+                max_iter: int, tol: float, cg_rtol: float, cg_maxiter: int = DEFAULT.solver.maxiter,
+                bias: dict | None = None, device: str = "cpu", callback=None):
+    """BiNI's rounds (:func:`~fnin_cli.solvers.bini.integrate_bini`: same weights, energy
+    and stopping rules) with every round's weights, energy and solve on the grid on
+    ``device``. Returns an :class:`~fnin_cli.solvers.bini.IntegrationResult` whose z and
+    weights are the system's numpy vectors."""
+    t0 = time.perf_counter()
+    grid = GridSystem(system, device)
+    z = grid.image(z0)
+    prior = grid.image(z_prior)
+    b = None if bias is None else {a: grid.image(bias[a]) for a in ("u", "v")}
+    w, energy = grid.bini_weights_and_energy(z, k, b)
+    history = [energy]
+    it = 0
+    for it in range(1, max_iter + 1):
+        z_new, iters, _, _ = grid.solve(w, lam, prior, z, cg_rtol, cg_maxiter)
+        if iters == 0:
+            # z already solves this round's system (docs/decisions.md#fixed-point-stop)
+            if callback is not None:
+                callback(it, energy, None)
+            break
+        z = z_new
+        w, new_energy = grid.bini_weights_and_energy(z, k, b)
+        history.append(new_energy)
+        rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
+        energy = new_energy
+        if callback is not None:
+            callback(it, energy, None)
+        if rel < tol:
+            break
+    weights = {d: grid.vector(w[d]) for d in DIRECTIONS}
+    return IntegrationResult(grid.vector(z), weights, it, {"solve": time.perf_counter() - t0}, history)
+
+
+# ---------------------------------------------------------------- shifts on (h, w) images
+
+def _right(t):
+    """t(r, c+1), 0 in the last column."""
+    out = _torch().zeros_like(t)
+    out[:, :-1] = t[:, 1:]
+    return out
+
+
+def _down(t):
+    out = _torch().zeros_like(t)
+    out[:-1, :] = t[1:, :]
+    return out
+
+
+def _shift_right(t):
+    """t(r, c-1) at (r, c), 0 in the first column."""
+    out = _torch().zeros_like(t)
+    out[:, 1:] = t[:, :-1]
+    return out
+
+
+def _shift_down(t):
+    out = _torch().zeros_like(t)
+    out[1:, :] = t[:-1, :]
+    return out
+
+
+def _norm(t):
+    return _torch().linalg.vector_norm(t)

@@ -1,0 +1,152 @@
+"""The system on the pixel grid (fnin_cli.solvers.grid): the GPU's solver, checked on the CPU.
+
+Every test runs with ``device="cpu"``; the last also on CUDA where torch has one.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import scipy.sparse.linalg as spla
+import torch
+
+from fnin_cli.config import DEFAULT
+from fnin_cli.pipeline import build_input, classic_lambda, integrate
+from fnin_cli.solvers.bini import bini_weights, integrate_bini
+from fnin_cli.solvers.grid import GridSystem, Multigrid, grid_rounds, grid_solve
+from fnin_cli.solvers.stage2 import pick_solver
+from fnin_cli.solvers.system import DIRECTIONS, NormalSystem
+
+from helpers import aligned_error, camera, irregular_mask, smooth_surface, step_surface
+
+
+def _random_system(kind: str, seed: int = 0):
+    """Noisy normals on an irregular mask with holes, random BiNI weights (many cuts)."""
+    rng = np.random.default_rng(seed)
+    cam = camera(kind)
+    surf = smooth_surface("paraboloid", cam)
+    mask = surf.support & irregular_mask()
+    n = surf.normals + 0.05 * rng.normal(size=surf.normals.shape)
+    n /= np.linalg.norm(n, axis=2, keepdims=True)
+    inp = build_input(n, None, mask, cam.K if cam.perspective else None,
+                      pixel_size=None if cam.perspective else cam.pixel_size)
+    system = NormalSystem(inp.normals, inp.mask, inp.camera)
+    weights = bini_weights(system, 3.0 * rng.normal(size=system.n), 2.0)
+    return inp, system, weights, classic_lambda(inp.camera, inp.shape)
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+def test_grid_operator_and_rhs_are_the_systems(kind):
+    _, system, weights, lam = _random_system(kind)
+    grid = GridSystem(system, "cpu")
+    w = grid.weights_images(weights)
+    x = np.random.default_rng(1).normal(size=system.n)
+    A = system.matrix(weights, lam)
+    np.testing.assert_allclose(grid.vector(grid.stencil(w, lam) @ grid.image(x)), A @ x,
+                               rtol=1e-12, atol=1e-12 * np.abs(A @ x).max())
+    np.testing.assert_allclose(grid.vector(grid.rhs(w)), system.rhs(weights, lam), atol=1e-12)
+    # outside the mask the operator is the identity on zeros: nothing leaks in
+    y = grid.stencil(w, lam) @ grid.image(x)
+    assert float(y[~grid.mask].abs().max()) == 0.0
+
+
+def test_grid_weights_and_energy_are_bini_s():
+    _, system, _, _ = _random_system("persp", seed=2)
+    z = np.random.default_rng(3).normal(size=system.n) * 0.01
+    bias = {"u": np.random.default_rng(4).normal(size=system.n), "v": np.zeros(system.n)}
+    grid = GridSystem(system, "cpu")
+    for b in (None, bias):
+        ref = bini_weights(system, z, 2.5, bias=b)
+        w, energy = grid.bini_weights_and_energy(grid.image(z), 2.5, None if b is None else
+                                                 {a: grid.image(b[a]) for a in "uv"})
+        for d in DIRECTIONS:
+            np.testing.assert_allclose(grid.vector(w[d]), ref[d], atol=1e-14)
+        assert energy == pytest.approx(system.energy(z, ref), rel=1e-12)
+
+
+def test_vcycle_is_symmetric_positive_definite():
+    """PCG needs an SPD preconditioner: checked on the whole matrix of a small case with
+    many cuts (two coarse levels, Cholesky below)."""
+    _, system, weights, lam = _random_system("persp", seed=5)
+    grid = GridSystem(system, "cpu")
+    A = grid.stencil(grid.weights_images(weights), lam)
+    mg = Multigrid(A)
+    assert len(mg.levels) >= 2
+    eye = np.eye(system.n)
+    M = np.stack([grid.vector(mg.vcycle(grid.image(eye[i]))) for i in range(system.n)])
+    assert np.abs(M - M.T).max() <= 1e-12 * np.abs(M).max()
+    assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+def test_grid_solve_reaches_the_direct_solution(kind):
+    _, system, weights, lam = _random_system(kind, seed=6)
+    prior = np.random.default_rng(7).normal(size=system.n) * 0.1
+    exact = spla.spsolve(system.matrix(weights, lam).tocsc(), system.rhs(weights, lam, prior))
+    z, info = grid_solve(system, weights, lam, prior, prior, 1e-11, 2000, "cpu")
+    assert info.residual <= 1e-11 and 0 < info.iterations < 2000
+    # same solution up to the nearly free constant (lam is small against the stencil)
+    np.testing.assert_allclose(z - z.mean(), exact - exact.mean(), atol=1e-6 * np.abs(exact).max())
+    # a start that already solves it takes no iteration (the rounds' fixed-point stop)
+    _, again = grid_solve(system, weights, lam, prior, exact, 1e-6, 2000, "cpu")
+    assert again.iterations == 0
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+def test_grid_rounds_match_the_cpu_rounds(kind):
+    """BiNI's rounds on the grid recover the step scene as the CPU's AMG rounds do, from
+    the same start with the same weights rule (up to their 1e-3 inner solves)."""
+    cam = camera(kind)
+    surf, _ = step_surface(cam)
+    inp = build_input(surf.normals, None, surf.support, cam.K if cam.perspective else None,
+                      pixel_size=None if cam.perspective else cam.pixel_size)
+    system = NormalSystem(inp.normals, inp.mask, inp.camera)
+    lam = classic_lambda(inp.camera, inp.shape)
+    z0 = integrate(inp, "wls").z[inp.mask]
+    mode = "scale" if kind == "persp" else "offset"
+    cpu = integrate_bini(system, k=2.0, z0=z0, lam=lam, z_prior=z0, max_iter=8, tol=1e-4, solver="amg")
+    gpu = grid_rounds(system, z0, 2.0, lam, z0, 8, 1e-4, 1e-3, 5000, None, "cpu")
+    err = {}
+    for name, r in (("cpu", cpu), ("grid", gpu)):
+        z = system.to_image(r.z)
+        err[name] = aligned_error(np.exp(z) if kind == "persp" else z, surf.depth, inp.mask, mode)
+    assert gpu.iterations == cpu.iterations
+    assert err["grid"] == pytest.approx(err["cpu"], rel=0.05, abs=1e-4)
+    for d in DIRECTIONS:
+        assert gpu.weights[d].shape == (system.n,)
+
+
+def test_default_pipeline_on_the_grid_agrees_with_the_cpu():
+    """``solver="grid:cpu"`` runs Stage II and the rounds on the grid (what a CUDA device
+    gets by default): as accurate as the CPU's AMG, within the rounds' cap; the energy stop
+    may end one or two rounds apart (the 1e-3 inner solves differ)."""
+    cam = camera("persp")
+    surf, _ = step_surface(cam)
+    inp = build_input(surf.normals, None, surf.support, cam.K)
+    ref = integrate(inp, device="cpu")
+    res = integrate(inp, device="cpu", solver="grid:cpu")
+    assert 1 <= res.rounds <= DEFAULT.rounds.max_rounds and abs(res.rounds - ref.rounds) <= 2
+    e_ref = aligned_error(ref.depth, surf.depth, inp.mask, "scale")
+    e_grid = aligned_error(res.depth, surf.depth, inp.mask, "scale")
+    assert e_grid == pytest.approx(e_ref, rel=0.05, abs=1e-4)
+
+
+def test_large_maps_on_cuda_pick_the_grid_the_rest_keep_amg():
+    big = DEFAULT.solver.gpu_grid_pixels
+    assert pick_solver("auto", DEFAULT, torch.device("cpu"), 10 * big)[0] == "amg"
+    assert pick_solver("auto", DEFAULT, torch.device("cuda"), big)[0] == "grid:cuda"
+    assert pick_solver("auto", DEFAULT, torch.device("cuda", 1), big)[0] == "grid:cuda:1"
+    assert pick_solver("auto", DEFAULT, torch.device("cuda"), big - 1)[0] == "amg"      # DiLiGenT-size maps
+    off = replace(DEFAULT, solver=replace(DEFAULT.solver, gpu_grid_pixels=None))
+    assert pick_solver("auto", off, torch.device("cuda"), 10 * big)[0] == "amg"
+    assert pick_solver("torch:cuda", DEFAULT, torch.device("cuda"), big)[0] == "torch:cuda"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_grid_gives_the_cpu_grid_answer():
+    _, system, weights, lam = _random_system("persp", seed=8)
+    prior = np.zeros(system.n)
+    z_cpu, i_cpu = grid_solve(system, weights, lam, prior, prior, 1e-8, 2000, "cpu")
+    z_gpu, i_gpu = grid_solve(system, weights, lam, prior, prior, 1e-8, 2000, "cuda")
+    assert abs(i_gpu.iterations - i_cpu.iterations) <= 2 + 0.1 * i_cpu.iterations
+    np.testing.assert_allclose(z_gpu - z_gpu.mean(), z_cpu - z_cpu.mean(), atol=1e-5 * np.abs(z_cpu).max())
