@@ -16,6 +16,12 @@ held, round after round, at the weights of an early solution:
 Everywhere else the rounds run as today. A real step the early weights cut stays cut; a
 fold they joined stays joined.
 
+With ``prior_scale`` (the fifth rule) the hold is as strong as the edge net's belief that
+the pixel's fold edge is joined, b = max over its fold edges on the axis of
+max(w_q->p, w_p->q) from the net's probabilities sigmoid(bias / prior_scale) (fold.py's
+joinC30 belief): the held logit is b logit(held) + (1 - b) (k x + bias), so a fold the
+net confidently cuts (on renders, a real step) is left to the rounds.
+
 Built through the package's hooks only: :meth:`FoldHold.bias` is
 ``integrate(rounds_bias=)`` (it keeps its own copy of the per-axis logits and the fold
 pixels), :meth:`FoldHold.adjust` is ``integrate(rounds_adjust=)``: after each round's
@@ -55,6 +61,25 @@ def fold_pixels(system: NormalSystem, cos_max: float, same_side: bool = False) -
     return out
 
 
+def fold_belief(system: NormalSystem, bias: dict, cos_max: float, prior_scale: float,
+                same_side: bool = False) -> dict:
+    """Per axis, over pixels: the edge net's belief that the pixel's fold edge on that axis
+    is joined, the largest over its fold edges of max(w_q->p, w_p->q), the net's
+    probabilities being sigmoid(bias / prior_scale) (w_q->p: q's weight towards p,
+    sigmoid(bias[q]); w_p->q = 1 - sigmoid(bias[p])); 0 off the fold edges."""
+    h, v = fold_edges(system, cos_max, same_side)
+    out = {}
+    for axis, fold, p, q in (("u", h, system.hp, system.hq), ("v", v, system.vp, system.vq)):
+        prob = 0.5 * (1.0 + np.tanh(0.5 * np.asarray(bias[axis], np.float64) / prior_scale))
+        pf, qf = p[fold], q[fold]
+        joined = np.maximum(prob[qf], 1.0 - prob[pf])
+        b = np.zeros(system.n)
+        np.maximum.at(b, pf, joined)
+        np.maximum.at(b, qf, joined)
+        out[axis] = b
+    return out
+
+
 class FoldHold:
     """A fold edge's weights held at an early round's (the module's docstring).
 
@@ -72,18 +97,25 @@ class FoldHold:
         The rounds' BiNI k (``RoundsConfig.k``; the rounds that carry the edge prior).
     same_side : bool
         :func:`fold.fold_edges`' same-side test.
+    prior_scale : float, optional
+        The edge prior's scale (``RoundsConfig.edge_prior``): the hold is weighted by the
+        net's belief that the fold is joined (the module's docstring); None: full hold.
     """
 
-    def __init__(self, cos_max: float = 0.3, at: int = 0, k: float = DEFAULT.rounds.k, same_side: bool = False):
+    def __init__(self, cos_max: float = 0.3, at: int = 0, k: float = DEFAULT.rounds.k, same_side: bool = False,
+                 prior_scale: float | None = None):
         if at not in (0, 1):
             raise ValueError("at is 0 or 1")
         self.cos_max, self.at, self.k, self.same_side = cos_max, at, float(k), same_side
+        self.prior_scale = prior_scale
         self.held_pixels = 0   # pixel-axes held in the last run (a record, not used)
 
     def bias(self, system: NormalSystem, bias: dict) -> dict:
         self._bias = {a: np.array(bias[a], np.float64, copy=True) for a in ("u", "v")}
         self._orig = {a: self._bias[a].copy() for a in ("u", "v")}
         self._pix = fold_pixels(system, self.cos_max, self.same_side)
+        self._belief = None if self.prior_scale is None else fold_belief(system, bias, self.cos_max,
+                                                                         self.prior_scale, self.same_side)
         self._held = None
         self.held_pixels = int(self._pix["u"].sum() + self._pix["v"].sum())
         return self._bias
@@ -105,10 +137,15 @@ class FoldHold:
             for a in ("u", "v"):
                 on = self._pix[a]
                 x = d[a + "+"][on] ** 2 - d[a + "-"][on] ** 2
-                self._bias[a][on] = _logit(self._held[a]) - self.k * x
+                held = _logit(self._held[a]) - self.k * x
+                if self._belief is not None:
+                    b = self._belief[a][on]
+                    held = b * held + (1.0 - b) * self._orig[a][on]
+                self._bias[a][on] = held
             return z
 
         return adjust
 
     def __repr__(self) -> str:
-        return f"FoldHold(cos_max={self.cos_max}, at={self.at}, k={self.k}, same_side={self.same_side})"
+        return (f"FoldHold(cos_max={self.cos_max}, at={self.at}, k={self.k}, same_side={self.same_side}, "
+                f"prior_scale={self.prior_scale})")

@@ -14,7 +14,7 @@ from fnin_cli.solvers.bini import bini_weights, integrate_bini
 from fnin_cli.solvers.system import NormalSystem
 
 sys.path.insert(0, str(Path(__file__).parent))
-from foldhold import FoldHold, fold_pixels  # noqa: E402
+from foldhold import FoldHold, fold_belief, fold_pixels  # noqa: E402
 
 
 def _ramp_system(n=24):
@@ -64,3 +64,26 @@ def test_the_hold_keeps_the_fold_weights_and_frees_the_rest():
         assert np.allclose(r.weights["u-"][~pix], free[~pix])
         assert not np.allclose(free[pix], early[pix], atol=1e-3)   # the hold did something
     assert hold.held_pixels == 2 * int(pix.sum())   # both axes
+
+
+def test_the_belief_weighted_hold_blends_held_and_free_logits():
+    s = _ramp_system(16)
+    rng = np.random.default_rng(1)
+    z0 = rng.normal(0, 0.5, s.n)
+    scale = 0.3
+    prior = {"u": rng.normal(0, 1, s.n), "v": rng.normal(0, 1, s.n)}
+    belief = fold_belief(s, prior, 0.3, scale)
+    pix = fold_pixels(s, 0.3)
+    assert np.all((belief["u"] > 0) == pix["u"]) and np.all((belief["u"] <= 1) & (belief["u"] >= 0))
+    hold = FoldHold(0.3, at=0, prior_scale=scale)
+    r = _run(s, hold, prior, z0, rounds=4)
+    early = bini_weights(s, z0, hold.k, bias=prior)["u-"]
+    free = bini_weights(s, r.z, hold.k, bias=prior)["u-"]
+    on, b = pix["u"], belief["u"][pix["u"]]
+    logit = lambda w: np.log(w / (1 - w))   # noqa: E731
+    assert np.allclose(logit(r.weights["u-"][on]), b * logit(early[on]) + (1 - b) * logit(free[on]), atol=1e-6)
+    # a pixel pair the net calls joined (w_q->p = sigmoid(3 / 0.3)) is fully held
+    n = np.dstack([np.full((1, 2), 0.99), np.zeros((1, 2)), np.full((1, 2), -np.sqrt(1 - 0.99 ** 2))])
+    two = NormalSystem(n, np.ones((1, 2), bool), Camera(None, 1.0))
+    assert fold_belief(two, {"u": np.array([0.0, 3.0]), "v": np.zeros(2)}, 0.3, scale)["u"].min() > 0.99
+    assert fold_belief(two, {"u": np.array([3.0, -3.0]), "v": np.zeros(2)}, 0.3, scale)["u"].max() < 0.01
