@@ -19,10 +19,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run as tr  # noqa: E402  (this study's run.py)
 
+from dataclasses import replace  # noqa: E402
+
 from fnin_cli.config import DEFAULT  # noqa: E402
 from fnin_cli.train.config import VAL_SEED0  # noqa: E402
 
 from fold import FoldPrior  # noqa: E402
+from foldhold import FoldHold  # noqa: E402
 
 
 def rounds(fold_cos, fold_join=0.0, fold_same_side=False):
@@ -50,6 +53,24 @@ THIRD = {
     "today": {"config": DEFAULT},
     "joinC30": {"config": DEFAULT, "rounds_bias": FoldPrior(0.3, 2.0, True, prior_scale=DEFAULT.rounds.edge_prior)},
 }
+# the fourth rule (FOLD_OR_JUMP.md "Fourth rule"): a fold pixel's weights held at an early
+# round's (foldhold.py), the first round's (at=0) or those of its solution (at=1)
+HOLD_W0, HOLD_W1 = FoldHold(0.3, at=0), FoldHold(0.3, at=1)
+FOURTH = {
+    "today": {"config": DEFAULT},
+    "holdW0": {"config": DEFAULT, "rounds_bias": HOLD_W0.bias, "rounds_adjust": HOLD_W0.adjust},
+    "holdW1": {"config": DEFAULT, "rounds_bias": HOLD_W1.bias, "rounds_adjust": HOLD_W1.adjust},
+}
+# the fifth rule (FOLD_OR_JUMP.md "Fifth rule"): the hold as strong as the edge net's
+# belief that the fold is joined; "round1" (exactly one round) is a record, not a candidate
+HOLD_C0 = FoldHold(0.3, at=0, prior_scale=DEFAULT.rounds.edge_prior)
+HOLD_C1 = FoldHold(0.3, at=1, prior_scale=DEFAULT.rounds.edge_prior)
+FIFTH = {
+    "today": {"config": DEFAULT},
+    "holdC0": {"config": DEFAULT, "rounds_bias": HOLD_C0.bias, "rounds_adjust": HOLD_C0.adjust},
+    "holdC1": {"config": DEFAULT, "rounds_bias": HOLD_C1.bias, "rounds_adjust": HOLD_C1.adjust},
+    "round1": {"config": replace(DEFAULT, rounds=DEFAULT.rounds.fixed(1))},
+}
 SUITE_SEED = 31_003                  # fresh error draws for the real-like suite
 MESH_SEED0 = VAL_SEED0 + 3_133_000   # fresh validation-mesh scenes
 
@@ -65,14 +86,14 @@ if __name__ == "__main__":
     ap.add_argument("--out", required=True)
     ap.add_argument("--suite-seed", type=int, default=SUITE_SEED)
     ap.add_argument("--mesh-seed0", type=int, default=MESH_SEED0)
-    ap.add_argument("--configs", choices=["first", "second", "third"], default="first")
+    ap.add_argument("--configs", choices=["first", "second", "third", "fourth", "fifth"], default="first")
     ap.add_argument("--data", default="/work/shared/data/diligent")
     ap.add_argument("--bini", default=os.path.join(HERE, "results", "diligent_adopted.json"),
                     help="a `fnin bench diligent --methods default,bini,wls --json` record (bini is unchanged)")
     args = ap.parse_args()
     tr.CONFIGS.clear()           # trust-rounds' script table, not a package global
     if args.configs != "first":
-        CONFIGS = {"second": SECOND, "third": THIRD}[args.configs]
+        CONFIGS = {"second": SECOND, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH}[args.configs]
     tr.CONFIGS.update(CONFIGS)
     with threadpool_limits(1):
         import torch
