@@ -149,10 +149,11 @@ def _decode_normalise(arr: np.ndarray, bitdepth, chk) -> tuple[np.ndarray, np.nd
     nonfinite = 0
     step = max(1, DECODE_CHUNK // max(1, w))
     for r in range(0, h, step):
-        vec = chk.decode(arr[r:r + step], bitdepth)
+        # decoded straight into the output's band, normalised there in place
+        vec = chk.decode(arr[r:r + step], bitdepth, out=normals[r:r + step])
         if bitdepth is None:
             nonfinite += int(np.count_nonzero(~np.isfinite(vec).all(axis=-1)))
-        normals[r:r + step], valid[r:r + step] = conventions.normalise(vec, inplace=True)
+        valid[r:r + step] = conventions.normalise(vec, inplace=True)[1]
     return normals, valid, nonfinite
 
 

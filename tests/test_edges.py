@@ -116,10 +116,11 @@ def test_edge_weights_are_bini_layout_and_reach_stage2():
     inp = build_input(sc.normals, None, sc.mask, sc.K)
     s = NormalSystem(inp.normals, inp.mask, inp.camera)
     z_img, om, p = inference.network_outputs(model, inp, "cpu")
+    assert z_img.dtype == p.dtype == np.float32      # whole frames stay float32; Stage II converts its pixels
     assert om is None and p.shape == (2, 40, 40)
     w = stage2.edge_weights(s, p, paired.one_shot)
     np.testing.assert_allclose(w["u+"] + w["u-"], 1.0)
-    np.testing.assert_allclose(w["v-"], stage2.sharpen(p[1][inp.mask], DEFAULT.one_shot.edge_sharpness))
+    np.testing.assert_allclose(w["v-"], stage2.sharpen(p[1][inp.mask].astype(np.float64), DEFAULT.one_shot.edge_sharpness))
     unsharpened = replace(paired.one_shot, edge_sharpness=1.0)
     np.testing.assert_allclose(stage2.edge_weights(s, p, unsharpened)["v-"], p[1][inp.mask])
     r = integrate(inp, "fnin", model=model, refine=0, config=paired)       # the one-shot: Stage II alone

@@ -97,8 +97,9 @@ class Decoding:
         return "/".join(parts)
 
 
-def decode(raw: np.ndarray, bitdepth: int | None, decoding: Decoding) -> np.ndarray:
-    """Raw file values to internal-frame vectors under ``decoding`` (float32, not normalised)."""
+def decode(raw: np.ndarray, bitdepth: int | None, decoding: Decoding, out: np.ndarray | None = None) -> np.ndarray:
+    """Raw file values to internal-frame vectors under ``decoding`` (float32, not normalised);
+    ``out``: a float32 array of the result's shape to write them into (no temporary)."""
     arr = np.asarray(raw)[..., :3]
     if decoding.channels == "bgr":
         arr = arr[..., ::-1]
@@ -112,7 +113,11 @@ def decode(raw: np.ndarray, bitdepth: int | None, decoding: Decoding) -> np.ndar
         scale, shift = np.float32(2.0), True
     else:
         scale, shift = np.float32(1.0), False
-    vec = arr.astype(np.float32)
+    if out is None:
+        vec = arr.astype(np.float32)
+    else:
+        vec = out
+        np.copyto(vec, arr, casting="unsafe")    # the same values as astype(float32)
     vec *= scale * signs
     if shift:
         vec -= signs
@@ -158,9 +163,10 @@ class DecodingCheck:
     cells: int = 0
     valid_pixels: int = 0
 
-    def decode(self, raw: np.ndarray, bitdepth: int | None) -> np.ndarray:
-        """The raw array decoded with the chosen decoding (internal frame, not normalised)."""
-        return decode(raw, bitdepth, self.chosen)
+    def decode(self, raw: np.ndarray, bitdepth: int | None, out: np.ndarray | None = None) -> np.ndarray:
+        """The raw array decoded with the chosen decoding (internal frame, not normalised;
+        ``out``: see :func:`decode`)."""
+        return decode(raw, bitdepth, self.chosen, out)
 
     def as_dict(self) -> dict:
         """JSON-ready summary (for the ``--json`` record)."""

@@ -1,4 +1,5 @@
-"""Running the network on one input: numpy in, full-resolution float64 images out.
+"""Running the network on one input: numpy in, full-resolution float32 images out (the
+network's own precision; consumers take their masked pixels in float64).
 """
 
 from __future__ import annotations
@@ -32,13 +33,15 @@ def full_float32():
 def stage1(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_shot.network_side):
     """Run the network; returns (z_R, omega) as full-resolution float64 images (0 outside)."""
     z_img, om_img, _ = network_outputs(model, inp, device, side, edges=False)
-    return z_img, om_img
+    return z_img.astype(np.float64), om_img.astype(np.float64)
 
 
 @torch.no_grad()
 def network_outputs(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_shot.network_side, edges: bool = True,
                     edge_tile: int | None = DEFAULT.one_shot.edge_tile):
-    """(z_R, omega, edge weights) as full-resolution float64 images (0 outside the mask).
+    """(z_R, omega, edge weights) as full-resolution float32 images (0 outside the mask):
+    no float64 copy of whole frames (at 24 MP it cost 1 s); Stage II converts the masked
+    pixels.
 
     With ``edges`` and a model that has an edge net, the third is its w_u-, w_v- as a
     (2, H, W) image and omega (which Stage II then does not use) is None; else the third
@@ -49,6 +52,6 @@ def network_outputs(model: FNINet, inp, device="cpu", side: int = DEFAULT.one_sh
     use_edges = edges and model.edges is not None
     with full_float32():
         z, omega = model.capped(lv, side, attention=not use_edges)
-        p = model.edge_probabilities(z, lv, tile=edge_tile)[0].double().cpu().numpy() if use_edges else None
-    om_img = omega[0, 0].double().cpu().numpy() if omega is not None else None
-    return z[0, 0].double().cpu().numpy(), om_img, p
+        p = model.edge_probabilities(z, lv, tile=edge_tile)[0].cpu().numpy() if use_edges else None
+    om_img = omega[0, 0].cpu().numpy() if omega is not None else None
+    return z[0, 0].cpu().numpy(), om_img, p

@@ -251,7 +251,9 @@ def edge_features(z, lv: "Level"):
     cmp = torch.tanh(square_contrast(d))
     if torch.is_grad_enabled():
         return torch.cat([_asinh(r), _asinh(20.0 * r), cmp, lv.normals, view_cosine(lv) * m, m], dim=1)
-    out = torch.empty((m.shape[0], EDGE_FEATURES) + tuple(m.shape[2:]), dtype=r.dtype, device=r.device)
+    # channels-last from the start: the edge net's layout, no copy (docs/decisions.md#edge-net)
+    out = torch.empty((m.shape[0], EDGE_FEATURES) + tuple(m.shape[2:]), dtype=r.dtype, device=r.device,
+                      memory_format=torch.channels_last)
     _asinh_into(r, out[:, 0:4])
     _asinh_into(r.mul_(20.0), out[:, 4:8])
     out[:, 8:10] = cmp
