@@ -50,8 +50,8 @@ def run_case(case, names: list, rot: int) -> dict:
         else:
             err = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)
         out[name] = {"made_mm": err["made"], "seconds": sec, "refine": res.seconds.get("refine", 0.0),
-                     "rounds": res.refined}
-        print(f"  {case.name:45s} {name:6s} {err['made']:.4f} mm {sec:7.2f} s (rounds {res.seconds.get('refine', 0):.2f} s, {res.refined})",
+                     "rounds": res.rounds}
+        print(f"  {case.name:45s} {name:6s} {err['made']:.4f} mm {sec:7.2f} s (rounds {res.seconds.get('refine', 0):.2f} s, {res.rounds})",
               flush=True)
     return out
 
