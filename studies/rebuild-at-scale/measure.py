@@ -1,4 +1,6 @@
-"""Today's AMG rebuilds in the default's rounds against the candidates of README.md.
+"""Today's default against rounds candidates (RoundsConfig fields) on bench meshes' views:
+the candidates of README.md, or ``--candidates '{"today": {}, "X": {"field": value}}'``
+(studies/vcycle-single uses it).
 
     PYTHONPATH=$PWD python studies/rebuild-at-scale/measure.py --sets clean,real-like,2k --out results/small_2k.json
     PYTHONPATH=$PWD python studies/rebuild-at-scale/measure.py --sets 24mp --out results/24mp.json
@@ -35,13 +37,13 @@ SETS = {
 }
 
 
-def run_case(case, names: list, rot: int) -> dict:
+def run_case(case, names: list, rot: int, candidates: dict) -> dict:
     inp, gt = case.load()
     object_id, objs = case.object_ids()
     out = {}
     order = names[rot % len(names):] + names[:rot % len(names)]
     for name in order:
-        cfg = variant(rounds=CANDIDATES[name])
+        cfg = variant(rounds=candidates[name])
         t = time.perf_counter()
         res = integrate(inp, "fnin", config=cfg)
         sec = time.perf_counter() - t
@@ -60,26 +62,28 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", default="clean,real-like,2k")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--candidates", default=None, help="JSON {name: RoundsConfig fields}, the first today's")
     a = ap.parse_args()
-    names = list(CANDIDATES)
-    rec = {"candidates": CANDIDATES, "sets": {}}
+    candidates = CANDIDATES if a.candidates is None else json.loads(a.candidates)
+    names = list(candidates)
+    rec = {"candidates": candidates, "sets": {}}
     rot = 0
     with limit_threads(1):
         for s in a.sets.split(","):
             rec["sets"][s] = {}
             for case in SETS[s]():
-                rec["sets"][s][case.name] = run_case(case, names, rot)
+                rec["sets"][s][case.name] = run_case(case, names, rot, candidates)
                 rot += 1
                 Path(a.out).write_text(json.dumps(rec, indent=1))
     summary = {}
     for s, cases in rec["sets"].items():
-        today_e = sum(c["today"]["made_mm"] for c in cases.values()) / len(cases)
-        today_s = sum(c["today"]["seconds"] for c in cases.values())
+        today_e = sum(c[names[0]]["made_mm"] for c in cases.values()) / len(cases)
+        today_s = sum(c[names[0]]["seconds"] for c in cases.values())
         summary[s] = {}
         for n in names:
             e = sum(c[n]["made_mm"] for c in cases.values()) / len(cases)
             sec = sum(c[n]["seconds"] for c in cases.values())
-            worst = max(c[n]["made_mm"] / c["today"]["made_mm"] for c in cases.values())
+            worst = max(c[n]["made_mm"] / c[names[0]]["made_mm"] for c in cases.values())
             summary[s][n] = {"mean_mm": e, "mean_ratio": e / today_e, "worst_ratio": worst,
                              "seconds": sec, "seconds_ratio": sec / today_s}
             print(f"{s:10s} {n:6s} mean {e:.4f} ({e / today_e:.4f}x) worst {worst:.3f}x  seconds {sec:.1f} ({sec / today_s:.3f}x)")
