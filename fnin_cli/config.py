@@ -91,9 +91,6 @@ class RoundsConfig:
     # a round that took more than this many PCG iterations has the next build a fresh AMG
     # hierarchy; None: never (docs/decisions.md#rounds-rebuild)
     rebuild_after: int | None = 8
-    # the precision of the AMG V-cycle that preconditions Stage II before rounds and the
-    # rounds' PCG ("float64" or "float32"; PCG itself stays float64) (docs/decisions.md#vcycle-single)
-    vcycle_dtype: str = "float64"
     # Stage II before rounds solves to this and the rounds refresh its hierarchy; None: it
     # solves as the one-shot does and the rounds build their own (docs/decisions.md#stage2-before-rounds)
     stage2_rtol: float | None = 1e-3

@@ -72,7 +72,7 @@ def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=DEFAULT.solver.maxiter, ref_n
 
 
 def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, omega: float = SA_OMEGA,
-                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12, dtype=np.float64) -> "Hierarchy":
+                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12) -> "Hierarchy":
     """A smoothed-aggregation AMG hierarchy (pyamg's aggregation).
 
     The same choices as ``pyamg.smoothed_aggregation_solver(symmetry="symmetric",
@@ -86,8 +86,6 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
     ----------
     A : scipy.sparse matrix
         The SPD system matrix.
-    dtype : numpy dtype
-        The precision of the V-cycle (:class:`Hierarchy`); the hierarchy is built in float64.
 
     Returns
     -------
@@ -134,7 +132,7 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         P = sp.csr_matrix(T - AT)
         levels[-1].P, levels[-1].R = P, sp.csr_matrix(P.T)
         A = _galerkin(levels[-1].R, A, P)
-    return Hierarchy(levels, dtype=dtype)
+    return Hierarchy(levels)
 
 
 def _strength_pattern(A, theta: float):
@@ -168,25 +166,16 @@ class Hierarchy:
     The V-cycle is pyamg's (``MultilevelSolver.aspreconditioner(cycle="V")``) without
     its two residual norms per application, which cost about a sixth of a V-cycle
     (docs/decisions.md#vcycle). ``lu``: the coarsest operator's factorisation, if known.
-    ``dtype``: the V-cycle's precision; with float32 it runs on float32 copies of the
-    operators (the levels keep float64 ones for refreshing) and returns float64
-    (docs/decisions.md#vcycle-single).
     """
 
-    def __init__(self, levels, lu=None, dtype=np.float64):
+    def __init__(self, levels, lu=None):
         import scipy.sparse as sp
         from pyamg import amg_core
         from scipy.sparse.linalg import splu
 
         self.levels = levels
-        self.dtype = np.dtype(dtype)
         self._gs = amg_core.gauss_seidel
         self._lu = splu(sp.csc_matrix(levels[-1].A)) if lu is None else lu
-        if self.dtype == np.float64:
-            self._ops = [(lv.A, lv.P, lv.R) for lv in levels]
-        else:
-            self._ops = [(_cast(lv.A, self.dtype), _cast(lv.P, self.dtype), _cast(lv.R, self.dtype))
-                         for lv in levels]
 
     def refreshed(self, A) -> "Hierarchy":
         """This hierarchy with its operators rebuilt for a new matrix ``A``.
@@ -202,7 +191,7 @@ class Hierarchy:
             levels.append(Level(A, old.P, old.R))
             if old.P is not None:
                 A = _galerkin(old.R, A, old.P)
-        return Hierarchy(levels, dtype=self.dtype)
+        return Hierarchy(levels)
 
     def with_finest(self, A) -> "Hierarchy":
         """This hierarchy with only its finest operator replaced by ``A`` (same pattern):
@@ -210,35 +199,22 @@ class Hierarchy:
         positive-definite V-cycle; a refresh skipped when the weights change little
         between rounds (docs/decisions.md#refresh-every)."""
         levels = [Level(A, self.levels[0].P, self.levels[0].R)] + self.levels[1:]
-        out = Hierarchy.__new__(Hierarchy)
-        out.levels, out.dtype, out._gs = levels, self.dtype, self._gs
-        if len(levels) == 1:
-            from scipy.sparse.linalg import splu
-            import scipy.sparse as sp
-
-            out._lu = splu(sp.csc_matrix(A))
-        else:
-            out._lu = self._lu
-        first = A if self.dtype == np.float64 else _cast(A, self.dtype)
-        out._ops = [(first,) + self._ops[0][1:]] + self._ops[1:]
-        return out
+        return Hierarchy(levels, self._lu if len(levels) > 1 else None)
 
     def vcycle(self, b: np.ndarray) -> np.ndarray:
         """One V-cycle from x = 0: an approximation of A^-1 b (symmetric positive definite
         as an operator, so PCG can use it)."""
-        x = self._cycle(0, np.asarray(b, dtype=self.dtype))
-        return x if x.dtype == np.float64 else x.astype(np.float64)
+        return self._cycle(0, np.asarray(b, dtype=np.float64))
 
     def _cycle(self, i: int, b: np.ndarray) -> np.ndarray:
-        A, P, R = self._ops[i]
-        if P is None:
-            x = self._lu.solve(np.asarray(b, np.float64))
-            return x if b.dtype == np.float64 else x.astype(b.dtype)
-        n = b.shape[0]
+        level = self.levels[i]
+        if level.P is None:
+            return self._lu.solve(b)
+        A, n = level.A, b.shape[0]
         both = VCYCLE_SWEEPS == "symmetric"
-        x = np.zeros(n, b.dtype)
+        x = np.zeros(n)
         self._sweep(A, x, b, forward=True, backward=both)
-        x += P @ self._cycle(i + 1, R @ (b - A @ x))
+        x += level.P @ self._cycle(i + 1, level.R @ (b - A @ x))
         self._sweep(A, x, b, forward=both, backward=True)
         return x
 
@@ -271,10 +247,9 @@ class AMGCache:
     (1, True)
     """
 
-    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None, dtype=np.float64):
+    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None):
         self.refresh_every = refresh_every
         self.rebuild_after = rebuild_after
-        self.dtype = dtype                        # the V-cycle's precision (Hierarchy)
         self.hierarchy: Hierarchy | None = None   # the kept hierarchy (None: none built yet)
         self.calls = 0                            # solves that used this cache
         self.rebuild = False                      # the next solve builds a fresh hierarchy
@@ -285,7 +260,7 @@ class AMGCache:
         ml, calls, every = self.hierarchy, self.calls, self.refresh_every
         if ml is None or self.rebuild:
             self.rebuild = False
-            ml = sa_hierarchy(A, dtype=self.dtype)
+            ml = sa_hierarchy(A)
         elif every and (calls - 1) % every == 0:
             ml = ml.refreshed(A)
         else:
@@ -299,15 +274,6 @@ class AMGCache:
         through them), so the next solve builds a fresh one."""
         if self.rebuild_after is not None and iterations > self.rebuild_after:
             self.rebuild = True
-
-
-def _cast(M, dtype):
-    """CSR matrix ``M`` with its values in ``dtype``, sharing its index arrays (None: None)."""
-    if M is None:
-        return None
-    import scipy.sparse as sp
-
-    return sp.csr_matrix((M.data.astype(dtype), M.indices, M.indptr), shape=M.shape)
 
 
 def _galerkin(R, A, P):
