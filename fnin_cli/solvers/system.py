@@ -7,8 +7,10 @@ For a masked normal map it minimises over the unknown z (log-depth or depth)
 
 (a one-sided difference exists only where both pixels are in the mask). The normal
 equations are a symmetric positive-definite 5-point system. Everything is vectorised
-over pixels: the sparsity pattern is built once per mask and each new set of weights
-only refills the matrix values. See docs/methods.md.
+over pixels, each reading its neighbours from arrays built once per mask (the right one
+is the next pixel in row-major order): the sparsity pattern is built once and each new
+set of weights only refills the matrix values (docs/decisions.md#rounds-pass). See
+docs/methods.md.
 """
 
 from __future__ import annotations
