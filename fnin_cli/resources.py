@@ -140,11 +140,14 @@ def torch_hugepages() -> bool:
     return os.environ[THP_ENV] == "1"
 
 
-# glibc's mallopt parameters, and its defaults (malloc(3)); while the numerical work runs, freed
-# memory stays in the heap so that each round's large temporaries reuse pages already mapped
-# instead of faulting fresh ones in (docs/decisions.md#kept-heap)
+# glibc's mallopt parameters (malloc(3)); while the rounds run, freed memory stays in the heap
+# so that each round's large temporaries reuse pages already mapped instead of faulting fresh
+# ones in (docs/decisions.md#kept-heap). Setting them ends glibc's dynamic mmap threshold for
+# the process, so afterwards they are set where that threshold settles in a warmed process
+# (its ceiling, 32 MiB, and trimming at twice it): fixed at glibc's initial 128 KiB, every
+# later array over 128 KiB would be mapped and faulted in afresh
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_GLIBC_DEFAULT = 128 * 1024
+_AFTER = ((_M_MMAP_THRESHOLD, 32 * 1024 * 1024), (_M_TRIM_THRESHOLD, 64 * 1024 * 1024))
 _KEPT_HEAP = {"depth": 0}
 _KEPT_HEAP_LOCK = threading.Lock()
 
@@ -152,8 +155,8 @@ _KEPT_HEAP_LOCK = threading.Lock()
 class kept_heap:
     """A ``with`` block during which glibc keeps freed memory for reuse: no allocation is
     served by its own ``mmap`` and the heap is never trimmed; on leaving the outermost
-    block glibc's defaults come back and the freed memory is handed back to the OS
-    (``malloc_trim``). The arithmetic is unchanged; work that allocates and frees arrays
+    block the thresholds go to where glibc's own dynamic ones settle (``_AFTER``) and the
+    freed memory is handed back to the OS (``malloc_trim``). The arithmetic is unchanged; work that allocates and frees arrays
     of tens of megabytes over and over takes fewer page faults (the default's rounds on a
     24-megapixel map: 0.63x the seconds, the same depth). Does nothing where glibc is not
     the C library."""
@@ -169,7 +172,7 @@ class kept_heap:
         with _KEPT_HEAP_LOCK:
             _KEPT_HEAP["depth"] -= 1
             if _KEPT_HEAP["depth"] == 0:
-                _mallopt((_M_MMAP_THRESHOLD, _GLIBC_DEFAULT), (_M_TRIM_THRESHOLD, _GLIBC_DEFAULT))
+                _mallopt(*_AFTER)
                 gc.collect()
                 _malloc_trim()
         return False

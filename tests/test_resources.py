@@ -107,8 +107,9 @@ def test_network_modules_switch_huge_pages_on_before_torch_loads(given, expected
 
 def test_kept_heap_keeps_freed_pages_and_hands_them_back(monkeypatch):
     """Inside kept_heap a freed 64 MB array's pages are reused (no new page faults for the
-    next one); outside glibc's defaults are back (a fresh mmap faults them in again); the
-    depth is the same with or without it; nested blocks restore once, also on an error."""
+    next one); after it arrays over 32 MiB are mapped afresh again (faulted in), as glibc
+    does; the depth is the same with or without it; nested blocks restore once, also on
+    an error."""
     import resource
 
     from fnin_cli import pipeline, resources

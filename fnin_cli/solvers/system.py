@@ -223,10 +223,11 @@ class _Stencil:
 
     def __init__(self, s: NormalSystem):
         n = s.n
+        itype = np.int32 if n < 2**31 - 1 else np.int64
         self.lacks = {d: ~s.has[d] for d in DIRECTIONS}
-        self.down = np.append(np.arange(n), n)
+        self.down = np.arange(n + 1, dtype=itype)
         self.down[s.vp] = s.vq
-        self.up = np.full(n, n)
+        self.up = np.full(n, n, itype)
         self.up[s.vq] = s.vp
         self.a_u2 = s.a_u ** 2
         self.a_v2 = s.a_v ** 2
