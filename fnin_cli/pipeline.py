@@ -23,6 +23,7 @@ from .config import DEFAULT, IntegrationConfig
 from .errors import FninError, for_caller, warn
 # the inputs' API, re-exported: the pipeline is where users find load_input and integrate
 from .inputs import ORTHO_AND_K, Input, build_input, load_input, mask_array, parse_channels  # noqa: F401
+from .resources import kept_heap
 from .solvers.bini import integrate_bini
 from .solvers.linear import AMGCache
 from .solvers.pieces import loose_pieces, pin_pieces, reattach_slivers
@@ -213,11 +214,15 @@ def integrate(
             r = grid_rounds(system, z, k, lam_sys, z, rounds.max_rounds, rounds.tol, rounds.inner_rtol,
                             config.solver.maxiter, bias, out.grid_device, callback)
         else:
-            r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
-                               tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
-                               solver=rounds.solver, hierarchy=hierarchy, callback=callback, bias=bias,
-                               stop=rounds_stop if bias is not None else None,
-                               adjust=rounds_adjust(z, system) if rounds_adjust is not None and bias is not None else None)
+            # each round frees and allocates arrays of the map's size: keep their pages mapped
+            # (docs/decisions.md#kept-heap)
+            with kept_heap():
+                r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
+                                   tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
+                                   solver=rounds.solver, hierarchy=hierarchy, callback=callback, bias=bias,
+                                   stop=rounds_stop if bias is not None else None,
+                                   adjust=(rounds_adjust(z, system) if rounds_adjust is not None and bias is not None
+                                           else None))
         z, weights, refined = r.z, r.weights, r.iterations
         if bias is not None and rounds.reattach_pixels:
             # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to

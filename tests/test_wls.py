@@ -189,3 +189,55 @@ def test_own_v_cycle_equals_pyamgs(monkeypatch):
     for sweeps in ("symmetric", "one-each"):
         monkeypatch.setattr(linear, "VCYCLE_SWEEPS", sweeps)
         assert np.array_equal(ml.vcycle(r), _pyamg_vcycle(ml, sweeps)(r)), sweeps
+
+
+def test_differences_residuals_and_pattern_match_the_edges_on_a_ragged_mask():
+    """The per-pixel neighbour arrays (right = next pixel, down/up gathered) give each
+    one-sided difference and residual the edges give, 0 where it does not exist, and the
+    CSR pattern is the sorted one of the edges' coordinates (holes, one-pixel rows and
+    columns, the image border)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(5)
+    mask = rng.random((23, 31)) < 0.7
+    mask[:, 0] = mask[0, :] = mask[:, -1] = True
+    normals = rng.normal(size=(23, 31, 3))
+    normals[..., 2] = -np.abs(normals[..., 2]) - 0.5
+    normals /= np.linalg.norm(normals, axis=-1, keepdims=True)
+    s = NormalSystem(normals, mask, Camera(np.array([[40.0, 0, 15], [0, 40.0, 11], [0, 0, 1]])))
+    z = rng.normal(size=s.n)
+    d, r = s.differences(z), s.residuals(z)
+    want = {d_: np.zeros(s.n) for d_ in DIRECTIONS}
+    for p, q, a, plus, minus in ((s.hp, s.hq, s.a_u, "u+", "u-"), (s.vp, s.vq, s.a_v, "v+", "v-")):
+        want[plus][p] = a[p] * (z[q] - z[p])
+        want[minus][q] = a[q] * (z[q] - z[p])
+    for d_ in DIRECTIONS:
+        np.testing.assert_array_equal(d[d_], want[d_])
+        n = s.nx if d_[0] == "u" else s.ny
+        np.testing.assert_array_equal(r[d_], np.where(s.has[d_], want[d_] + n, 0.0))
+    rows = np.concatenate([s.hp, s.hq, s.vp, s.vq, np.arange(s.n)])
+    cols = np.concatenate([s.hq, s.hp, s.vq, s.vp, np.arange(s.n)])
+    ref = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(s.n, s.n))
+    ref.sort_indices()
+    A = s.matrix({d_: rng.uniform(0.1, 1, s.n) for d_ in DIRECTIONS}, 0.5)
+    assert A.has_canonical_format
+    np.testing.assert_array_equal(A.indptr, ref.indptr)
+    np.testing.assert_array_equal(A.indices, ref.indices)
+
+
+def test_strength_pattern_gives_pyamgs_aggregates():
+    """sa_hierarchy's strength test keeps pyamg's pattern (its magnitudes and row scaling
+    are dropped): the same aggregates on every level of a BiNI-weighted system."""
+    from pyamg.aggregation import standard_aggregation
+    from pyamg.strength import symmetric_strength_of_connection
+
+    from fnin_cli.solvers.linear import SA_THETA, _strength_pattern, sa_hierarchy
+
+    s, _ = _system(seed=5, size=90)
+    A = s.matrix(bini_weights(s, np.random.default_rng(6).normal(0, 1e-2, s.n)), 1e-9 * s.camera.focal ** 2)
+    levels = sa_hierarchy(A).levels
+    assert len(levels) >= 3
+    for level in levels[:-1]:
+        ours = standard_aggregation(_strength_pattern(level.A, SA_THETA))[0]
+        theirs = standard_aggregation(symmetric_strength_of_connection(level.A, SA_THETA))[0]
+        assert (ours != theirs).nnz == 0 and ours.shape == theirs.shape

@@ -103,7 +103,6 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
     """
     import scipy.sparse as sp   # here, not at import: `fnin --help` need not load scipy
     from pyamg.aggregation import fit_candidates, standard_aggregation
-    from pyamg.strength import symmetric_strength_of_connection
 
     A = sp.csr_matrix(A)
     B = np.ones((A.shape[0], 1))
@@ -112,7 +111,7 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         levels.append(Level(A))
         if A.shape[0] <= max_coarse or len(levels) == max_levels:
             break
-        agg, _ = standard_aggregation(symmetric_strength_of_connection(A, theta))
+        agg, _ = standard_aggregation(_strength_pattern(A, theta))
         T, B = fit_candidates(agg, B)
         d = A.diagonal()
         dinv = np.divide(1.0, d, out=np.zeros_like(d), where=d != 0)
@@ -134,6 +133,22 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         levels[-1].P, levels[-1].R = P, sp.csr_matrix(P.T)
         A = _galerkin(levels[-1].R, A, P)
     return Hierarchy(levels)
+
+
+def _strength_pattern(A, theta: float):
+    """The pattern of pyamg's ``symmetric_strength_of_connection(A, theta)`` (the diagonal
+    and the entries with |a_ij| >= theta sqrt(|a_ii a_jj|)), which is all its standard
+    aggregation reads: without the strengths' magnitudes and row scaling, which cost
+    twice the test itself on the finest level and change no aggregate."""
+    import scipy.sparse as sp
+    from pyamg import amg_core
+
+    Sp = np.empty_like(A.indptr)
+    Sj = np.empty_like(A.indices)
+    Sx = np.empty_like(A.data)
+    amg_core.symmetric_strength_of_connection(A.shape[0], theta, A.indptr, A.indices, A.data, Sp, Sj, Sx)
+    nnz = int(Sp[-1])
+    return sp.csr_matrix((Sx[:nnz], Sj[:nnz], Sp), shape=A.shape)
 
 
 class Level:

@@ -7,8 +7,10 @@ For a masked normal map it minimises over the unknown z (log-depth or depth)
 
 (a one-sided difference exists only where both pixels are in the mask). The normal
 equations are a symmetric positive-definite 5-point system. Everything is vectorised
-over pixels: the sparsity pattern is built once per mask and each new set of weights
-only refills the matrix values. See docs/methods.md.
+over pixels, each reading its neighbours from arrays built once per mask (the right one
+is the next pixel in row-major order): the sparsity pattern is built once and each new
+set of weights only refills the matrix values (docs/decisions.md#rounds-pass). See
+docs/methods.md.
 """
 
 from __future__ import annotations
@@ -58,28 +60,35 @@ class NormalSystem:
         self.has["u-"][self.hq] = True
         self.has["v+"][self.vp] = True
         self.has["v-"][self.vq] = True
+        self._stencil = None
         self._pattern = None
+
+    def _grid(self) -> "_Stencil":
+        """The per-pixel neighbour arrays every round reads (built once, on first use)."""
+        if self._stencil is None:
+            self._stencil = _Stencil(self)
+        return self._stencil
 
     # ------------------------------------------------------------ residuals
 
     def differences(self, z: np.ndarray) -> dict:
         """a * (one-sided difference of z) per pixel and direction (0 where it does not exist)."""
-        dh = z[self.hq] - z[self.hp]
-        dv = z[self.vq] - z[self.vp]
-        out = {d: np.zeros(self.n) for d in DIRECTIONS}
-        out["u+"][self.hp] = self.a_u[self.hp] * dh
-        out["u-"][self.hq] = self.a_u[self.hq] * dh
-        out["v+"][self.vp] = self.a_v[self.vp] * dv
-        out["v-"][self.vq] = self.a_v[self.vq] * dv
-        return out
+        g = self._grid()
+        dh, dv = g.edge_differences(z)
+        return {"u+": self.a_u * dh[1:], "u-": self.a_u * dh[:-1],
+                "v+": self.a_v * dv[:-1], "v-": self.a_v * dv[g.up]}
 
     def residuals(self, z: np.ndarray, differences: dict | None = None) -> dict:
         """Residual a*dz + n per pixel and direction (0 where the difference does not exist);
         ``differences``: :meth:`differences` of z, if already computed."""
-        diffs = dict(self.differences(z) if differences is None else differences)
+        diffs = self.differences(z) if differences is None else differences
+        lacks = self._grid().lacks
+        out = {}
         for d, n in (("u+", self.nx), ("u-", self.nx), ("v+", self.ny), ("v-", self.ny)):
-            diffs[d] = np.where(self.has[d], diffs[d] + n, 0.0)
-        return diffs
+            r = diffs[d] + n
+            np.copyto(r, 0.0, where=lacks[d])
+            out[d] = r
+        return out
 
     def energy(self, z: np.ndarray, weights: dict | None = None, residuals: dict | None = None) -> float:
         """Weighted squared residual sum (Az - b)^T W (Az - b), without the prior;
@@ -100,43 +109,76 @@ class NormalSystem:
     # ------------------------------------------------------------ normal equations
 
     def _csr_pattern(self):
+        """(indptr, indices, gather): the CSR pattern of the 5-point system, rows in pixel
+        order, each row's columns sorted (up, left, self, right, down); ``gather`` picks
+        each stored value from the (5, n) per-pixel stencil :meth:`matrix` fills."""
         if self._pattern is None:
-            import scipy.sparse as sp   # here, not at import: `fnin --help` need not load scipy
-
-            n = self.n
-            rows = np.concatenate([self.hp, self.hq, self.vp, self.vq, np.arange(n)])
-            cols = np.concatenate([self.hq, self.hp, self.vq, self.vp, np.arange(n)])
-            order = sp.csr_matrix(
-                (np.arange(rows.size, dtype=np.float64) + 1.0, (rows, cols)), shape=(n, n)
-            )
-            order.sort_indices()
-            perm = order.data.astype(np.int64) - 1
-            self._pattern = (order.indptr, order.indices, perm)
+            g, n = self._grid(), self.n
+            itype = np.int32 if 5 * n < 2**31 else np.int64
+            present = np.ones((n, 5), bool)      # per pixel: up, left, self, right, down
+            pix = np.arange(n, dtype=itype)
+            cols = np.empty((n, 5), itype)
+            for j, (d, col) in enumerate((("v-", g.up), ("u-", pix - 1), (None, pix), ("u+", pix + 1),
+                                          ("v+", g.down[:-1]))):
+                if d is not None:
+                    np.logical_not(g.lacks[d], out=present[:, j])
+                cols[:, j] = col
+            indptr = np.zeros(n + 1, itype)
+            np.cumsum(present.sum(axis=1, dtype=itype), out=indptr[1:])
+            flat = np.flatnonzero(present).astype(itype)     # row * 5 + slot, row-major
+            row, slot = np.divmod(flat, 5)
+            gather = slot * itype(n) + row
+            self._pattern = (indptr, cols.ravel()[flat], gather)
         return self._pattern
+
+    def _stencil_sums(self, weights, coeff_u, coeff_v):
+        """Per pixel, sum over the two ends of its right (h) and lower (v) edge of
+        w_dir * coeff (0 where the edge does not exist), each padded by one 0: h[1:]
+        is the right edge's sum at each pixel, h[:-1] the left edge's, v[:-1] the lower
+        edge's and v[up] the upper's."""
+        g, n = self._grid(), self.n
+        h = np.zeros(n + 1)
+        v = np.zeros(n + 1)
+        if weights is None:
+            np.add(coeff_u[:-1], coeff_u[1:], out=h[1:-1])
+            np.add(coeff_v, coeff_v[g.down[:-1]], out=v[:-1])
+        else:
+            np.add((weights["u+"] * coeff_u)[:-1], (weights["u-"] * coeff_u)[1:], out=h[1:-1])
+            np.add(weights["v+"] * coeff_v, (weights["v-"] * coeff_v)[g.down[:-1]], out=v[:-1])
+        np.copyto(h[1:], 0.0, where=g.lacks["u+"])
+        np.copyto(v[:-1], 0.0, where=g.lacks["v+"])
+        return h, v
 
     def matrix(self, weights: dict | None, lam: float) -> sp.csr_matrix:
         """The SPD matrix sum_d (a D_d)^T W_d (a D_d) + lam I."""
-        w = _full_weights(weights, self.n)
-        ch = w["u+"][self.hp] * self.a_u[self.hp] ** 2 + w["u-"][self.hq] * self.a_u[self.hq] ** 2
-        cv = w["v+"][self.vp] * self.a_v[self.vp] ** 2 + w["v-"][self.vq] * self.a_v[self.vq] ** 2
-        diag = (
-            np.bincount(self.hp, ch, self.n) + np.bincount(self.hq, ch, self.n)
-            + np.bincount(self.vp, cv, self.n) + np.bincount(self.vq, cv, self.n) + lam
-        )
-        vals = np.concatenate([-ch, -ch, -cv, -cv, diag])
-        indptr, indices, perm = self._csr_pattern()
-        import scipy.sparse as sp
+        import scipy.sparse as sp   # here, not at import: `fnin --help` need not load scipy
 
-        return sp.csr_matrix((vals[perm], indices, indptr), shape=(self.n, self.n))
+        g = self._grid()
+        h, v = self._stencil_sums(weights, g.a_u2, g.a_v2)
+        up = v[g.up]
+        stencil = np.empty((5, self.n))
+        np.negative(up, out=stencil[0])
+        np.negative(h[:-1], out=stencil[1])
+        np.add(h[1:], h[:-1], out=stencil[2])
+        stencil[2] += v[:-1]
+        stencil[2] += up
+        stencil[2] += lam
+        np.negative(h[1:], out=stencil[3])
+        np.negative(v[:-1], out=stencil[4])
+        indptr, indices, gather = self._csr_pattern()
+        return sp.csr_matrix((stencil.ravel().take(gather), indices, indptr), shape=(self.n, self.n))
 
     def rhs(self, weights: dict | None, lam: float, z_prior=None) -> np.ndarray:
-        w = _full_weights(weights, self.n)
-        th = (w["u+"][self.hp] * self.a_u[self.hp] * self.nx[self.hp]
-              + w["u-"][self.hq] * self.a_u[self.hq] * self.nx[self.hq])
-        tv = (w["v+"][self.vp] * self.a_v[self.vp] * self.ny[self.vp]
-              + w["v-"][self.vq] * self.a_v[self.vq] * self.ny[self.vq])
-        b = (np.bincount(self.hp, th, self.n) - np.bincount(self.hq, th, self.n)
-             + np.bincount(self.vp, tv, self.n) - np.bincount(self.vq, tv, self.n))
+        g = self._grid()
+        if weights is None:
+            h, v = self._stencil_sums(None, self.a_u * self.nx, self.a_v * self.ny)
+        else:
+            w = weights
+            h, v = self._stencil_sums({"u+": w["u+"] * self.a_u, "u-": w["u-"] * self.a_u,
+                                       "v+": w["v+"] * self.a_v, "v-": w["v-"] * self.a_v}, self.nx, self.ny)
+        b = h[1:] - h[:-1]
+        b += v[:-1]
+        b -= v[g.up]
         if z_prior is not None and lam:
             b = b + lam * z_prior
         return b
@@ -173,8 +215,31 @@ class NormalSystem:
         return img
 
 
-def _full_weights(weights, n):
-    if weights is None:
-        one = np.ones(n)
-        return {d: one for d in DIRECTIONS}
-    return weights
+class _Stencil:
+    """A :class:`NormalSystem`'s neighbours per pixel: the right neighbour of pixel p is
+    p + 1 (row-major order), ``down[p]`` the one below (p itself where there is none; one
+    more entry, n, for padding), ``up[p]`` the one above (n where none); ``lacks[d]``: the
+    pixels without the one-sided difference d; a_u^2 and a_v^2."""
+
+    def __init__(self, s: NormalSystem):
+        n = s.n
+        itype = np.int32 if n < 2**31 - 1 else np.int64
+        self.lacks = {d: ~s.has[d] for d in DIRECTIONS}
+        self.down = np.arange(n + 1, dtype=itype)
+        self.down[s.vp] = s.vq
+        self.up = np.full(n, n, itype)
+        self.up[s.vq] = s.vp
+        self.a_u2 = s.a_u ** 2
+        self.a_v2 = s.a_v ** 2
+
+    def edge_differences(self, z: np.ndarray) -> tuple:
+        """(dh, dv): z's difference along each pixel's right edge, dh[p + 1], and lower
+        edge, dv[p] (0 where the edge does not exist); dh[p] is the left edge's, dv[up[p]]
+        the upper edge's (dh[0] = dv[n] = 0)."""
+        n = z.shape[0]
+        dh = np.zeros(n + 1)
+        np.subtract(z[1:], z[:-1], out=dh[1:-1])
+        np.copyto(dh[1:], 0.0, where=self.lacks["u+"])
+        dv = np.zeros(n + 1)
+        np.subtract(z[self.down[:-1]], z, out=dv[:-1])
+        return dh, dv
