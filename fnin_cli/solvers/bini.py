@@ -102,24 +102,42 @@ def integrate_bini(
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
     prior = np.zeros(system.n) if z_prior is None else z_prior
-    weights, energy = _weights_and_energy(system, z, k, bias)
+
+    def solve(z, weights):
+        z, info = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
+                               rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
+        if hierarchy is not None and info.iterations:
+            hierarchy.after_solve(info.iterations)
+        return z, info.iterations
+
+    z, weights, it, history = irls_rounds(solve, lambda z: _weights_and_energy(system, z, k, bias), z,
+                                          max_iter, tol, callback, stop, adjust)
+    return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)
+
+
+def irls_rounds(solve, weights_and_energy, z, max_iter: int, tol: float, callback=None, stop=None, adjust=None):
+    """BiNI's iteratively reweighted least squares, whatever holds the unknown (numpy
+    vectors here, torch images in :mod:`.grid`): ``solve(z, weights) -> (z, iterations)``
+    solves one round's system warm-started at z, ``weights_and_energy(z) -> (weights,
+    energy)``. Stops when the energy's relative change drops below ``tol``, once a solve
+    needs no iteration (z is then a fixed point), or when ``stop`` says so; ``callback``,
+    ``stop`` and ``adjust`` as in :func:`integrate_bini`. Returns (z, weights, rounds,
+    energy history)."""
+    weights, energy = weights_and_energy(z)
     history = [energy]
     it = 0
     for it in range(1, max_iter + 1):
         z_before = z
-        z, info = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
-                               rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
-        if info.iterations == 0:
+        z, iterations = solve(z, weights)
+        if iterations == 0:
             # z already solves this round's system: the weights, the system and so every
             # later round would be this one again (docs/decisions.md#fixed-point-stop)
             if callback is not None:
                 callback(it, energy, z)
             break
-        if hierarchy is not None:
-            hierarchy.after_solve(info.iterations)
         if adjust is not None:
             z = adjust(it, z, weights)
-        weights, new_energy = _weights_and_energy(system, z, k, bias)
+        weights, new_energy = weights_and_energy(z)
         history.append(new_energy)
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
         energy = new_energy
@@ -127,4 +145,4 @@ def integrate_bini(
             callback(it, energy, z)
         if rel < tol or (stop is not None and stop(it, z_before, z)):
             break
-    return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)
+    return z, weights, it, history

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ..config import DEFAULT
-from .bini import IntegrationResult
+from .bini import IntegrationResult, irls_rounds
 from .linear import SolveInfo
 from .system import DIRECTIONS, NormalSystem
 
@@ -337,28 +337,15 @@ def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, lam: float, z_pr
     weights are the system's numpy vectors."""
     t0 = time.perf_counter()
     grid = GridSystem(system, device)
-    z = grid.image(z0)
     prior = grid.image(z_prior)
     b = None if bias is None else {a: grid.image(bias[a]) for a in ("u", "v")}
-    w, energy = grid.bini_weights_and_energy(z, k, b)
-    history = [energy]
-    it = 0
-    for it in range(1, max_iter + 1):
-        z_new, iters, _, _ = grid.solve(w, lam, prior, z, cg_rtol, cg_maxiter)
-        if iters == 0:
-            # z already solves this round's system (docs/decisions.md#fixed-point-stop)
-            if callback is not None:
-                callback(it, energy, None)
-            break
-        z = z_new
-        w, new_energy = grid.bini_weights_and_energy(z, k, b)
-        history.append(new_energy)
-        rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
-        energy = new_energy
-        if callback is not None:
-            callback(it, energy, None)
-        if rel < tol:
-            break
+
+    def solve(z, w):
+        z_new, iterations, _, _ = grid.solve(w, lam, prior, z, cg_rtol, cg_maxiter)
+        return z_new, iterations
+
+    z, w, it, history = irls_rounds(solve, lambda z: grid.bini_weights_and_energy(z, k, b), grid.image(z0),
+                                    max_iter, tol, callback)
     weights = {d: grid.vector(w[d]) for d in DIRECTIONS}
     return IntegrationResult(grid.vector(z), weights, it, {"solve": time.perf_counter() - t0}, history)
 
