@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import torch   # this module is imported only when a grid solve runs (stage2, pipeline)
 
 from ..config import DEFAULT
 from .bini import IntegrationResult, irls_rounds
@@ -37,12 +38,6 @@ COARSE_SCALE = 1.5
 # red-black Gauss-Seidel sweeps before and after each coarse correction (2: 42 iterations
 # against 62 with 1, in less time)
 SWEEPS = 2
-
-
-def _torch():
-    import torch
-
-    return torch
 
 
 class GridSystem:
@@ -67,7 +62,6 @@ class GridSystem:
     """
 
     def __init__(self, system: NormalSystem, device: str = "cpu"):
-        torch = _torch()
         self.system = system
         self.device = torch.device(device)
         rows, cols = np.nonzero(system.mask.any(axis=1))[0], np.nonzero(system.mask.any(axis=0))[0]
@@ -92,7 +86,6 @@ class GridSystem:
     def image(self, values) -> "torch.Tensor":
         """Masked-pixel values (numpy vector or tensor) as a (h, w) float64 image on the
         device, 0 outside the mask."""
-        torch = _torch()
         img = torch.zeros(self.shape, dtype=torch.float64, device=self.device)
         v = values if isinstance(values, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(values, np.float64))
         img[self.mask] = v.to(self.device, torch.float64)
@@ -125,7 +118,6 @@ class GridSystem:
         """BiNI's weights of z (as :func:`~fnin_cli.solvers.bini.bini_weights`, ``bias``
         per-axis logit images) and the weighted energy, as
         :meth:`NormalSystem.energy` computes it."""
-        torch = _torch()
         d = self.differences(z)
         xu, xv = d["u+"] ** 2 - d["u-"] ** 2, d["v+"] ** 2 - d["v-"] ** 2
         if bias is None:
@@ -153,19 +145,17 @@ class GridSystem:
         tv = (w["v+"] * self.a_v * self.ny + _down(w["v-"] * self.a_v * self.ny)) * self.ev
         return th - _shift_right(th) + tv - _shift_down(tv)
 
-    def solve(self, w: dict, lam: float, z_prior, x0, rtol: float, maxiter: int, hierarchy: "Multigrid | None" = None):
+    def solve(self, w: dict, lam: float, z_prior, x0, rtol: float, maxiter: int):
         """Minimise the weighted objective with images ``w`` (:meth:`weights_images`),
         prior image ``z_prior``, start ``x0``; tolerance relative to the data part of the
         right-hand side, as :meth:`NormalSystem.solve`. Returns (z image, iterations,
-        relative residual, the V-cycle's :class:`Multigrid`)."""
+        relative residual)."""
         A = self.stencil(w, lam)
         b = self.rhs(w)
         ref = float(_norm(b))
         if z_prior is not None and lam:
             b = b + lam * z_prior * self.active
-        mg = Multigrid(A) if hierarchy is None else hierarchy.refreshed(A)
-        x, it, res = pcg(A, b, x0, mg.vcycle, rtol, maxiter, ref)
-        return x, it, res, mg
+        return pcg(A, b, x0, Multigrid(A).vcycle, rtol, maxiter, ref)
 
 
 class Stencil:
@@ -189,7 +179,6 @@ class Stencil:
 
     def coarsened(self) -> "Stencil":
         """The Galerkin operator P^T A P for P merging each 2x2 block (padded to even sides)."""
-        torch = _torch()
         h, w = self.diag.shape
 
         def pad(t):   # to even sides, with inactive pixels (0: no diagonal, no coupling)
@@ -211,7 +200,6 @@ class Stencil:
 
     def dense(self):
         """The operator as a dense (h w, h w) matrix (for the coarsest grid)."""
-        torch = _torch()
         h, w = self.diag.shape
         n = h * w
         A = torch.diag(self.diag.reshape(-1))
@@ -234,7 +222,6 @@ class Multigrid:
     Cholesky on the coarsest grid."""
 
     def __init__(self, A: Stencil, coarse_scale: float = COARSE_SCALE, sweeps: int = SWEEPS):
-        torch = _torch()
         self.coarse_scale, self.sweeps = coarse_scale, sweeps
         # float64 throughout: a float32 cycle took 3.2x the time at 24 MP (the Galerkin
         # diagonals cancel; docs/decisions.md#grid-on-gpu)
@@ -246,16 +233,10 @@ class Multigrid:
                       + torch.arange(L.diag.shape[1], device=A.diag.device)[None, :]) % 2 == 0).to(L.diag.dtype)
                     for L in self.levels]
 
-    def refreshed(self, A: Stencil) -> "Multigrid":
-        """A fresh hierarchy for new weights on the same grid (building one is a few
-        elementwise passes: nothing is worth keeping)."""
-        return Multigrid(A, self.coarse_scale, self.sweeps)
-
     def vcycle(self, b):
         return self._cycle(0, b)
 
     def _cycle(self, i: int, b):
-        torch = _torch()
         L = self.levels[i]
         if i == len(self.levels) - 1:
             x = torch.cholesky_solve(b.reshape(-1, 1), self.chol).reshape(b.shape)
@@ -287,7 +268,6 @@ class Multigrid:
 def pcg(A: Stencil, b, x0, precondition, rtol: float, maxiter: int, ref_norm: float | None = None):
     """Preconditioned CG on images; stops when ||b - A x|| <= rtol * ref_norm (||b|| if
     None), as :func:`fnin_cli.solvers.linear.pcg`. Returns (x, iterations, relative residual)."""
-    torch = _torch()
     x = x0.clone()
     bnorm = float(_norm(b)) if ref_norm is None else float(ref_norm)
     bnorm = bnorm or 1.0
@@ -323,7 +303,7 @@ def grid_solve(system: NormalSystem, weights: dict | None, lam: float, z_prior: 
     prior = None if z_prior is None else grid.image(z_prior)
     start = grid.image(x0) if x0 is not None else (prior if prior is not None else grid.image(np.zeros(system.n)))
     t1 = time.perf_counter()
-    z, it, res, _ = grid.solve(grid.weights_images(weights), lam, prior, start, rtol, maxiter)
+    z, it, res = grid.solve(grid.weights_images(weights), lam, prior, start, rtol, maxiter)
     out = grid.vector(z)
     return out, SolveInfo(f"grid:{device}", it, res, t1 - t0, time.perf_counter() - t1)
 
@@ -341,7 +321,7 @@ def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, lam: float, z_pr
     b = None if bias is None else {a: grid.image(bias[a]) for a in ("u", "v")}
 
     def solve(z, w):
-        z_new, iterations, _, _ = grid.solve(w, lam, prior, z, cg_rtol, cg_maxiter)
+        z_new, iterations, _ = grid.solve(w, lam, prior, z, cg_rtol, cg_maxiter)
         return z_new, iterations
 
     z, w, it, history = irls_rounds(solve, lambda z: grid.bini_weights_and_energy(z, k, b), grid.image(z0),
@@ -354,29 +334,29 @@ def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, lam: float, z_pr
 
 def _right(t):
     """t(r, c+1), 0 in the last column."""
-    out = _torch().zeros_like(t)
+    out = torch.zeros_like(t)
     out[:, :-1] = t[:, 1:]
     return out
 
 
 def _down(t):
-    out = _torch().zeros_like(t)
+    out = torch.zeros_like(t)
     out[:-1, :] = t[1:, :]
     return out
 
 
 def _shift_right(t):
     """t(r, c-1) at (r, c), 0 in the first column."""
-    out = _torch().zeros_like(t)
+    out = torch.zeros_like(t)
     out[:, 1:] = t[:, :-1]
     return out
 
 
 def _shift_down(t):
-    out = _torch().zeros_like(t)
+    out = torch.zeros_like(t)
     out[1:, :] = t[:-1, :]
     return out
 
 
 def _norm(t):
-    return _torch().linalg.vector_norm(t)
+    return torch.linalg.vector_norm(t)

@@ -115,12 +115,13 @@ def _run_fnin(variant: FninVariant, system, inp, a: RunArgs) -> MethodOutput:
     from .fnin import run_fnin
     from .stage2 import pick_solver
 
-    z, weights, disc, seconds, p_img = run_fnin(system, inp, variant, a.config, model=a.model, device=a.device,
-                                                lam=a.lam, solver=a.solver, stage=a.stage, rtol=a.rtol,
-                                                hierarchy=a.hierarchy)
-    # the rounds solve where Stage II did (run_fnin picks it the same way)
+    # Stage II's solver, picked once here: run_fnin takes it as given, and the rounds solve
+    # where Stage II did
     device = next(a.model.parameters()).device if a.model is not None else resolve_device(a.device)
     lin = pick_solver(a.solver, a.config, device, system.n)[0]
+    z, weights, disc, seconds, p_img = run_fnin(system, inp, variant, a.config, model=a.model, device=a.device,
+                                                lam=a.lam, solver=lin, stage=a.stage, rtol=a.rtol,
+                                                hierarchy=a.hierarchy)
     grid = (lin.partition(":")[2] or "cpu") if variant.solve and lin.startswith("grid") else None
     return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, grid)
 
