@@ -96,10 +96,6 @@ class RoundsConfig:
     # a round that took more than this many PCG iterations has the next build a fresh AMG
     # hierarchy; None: never (docs/decisions.md#rounds-rebuild)
     rebuild_after: int | None = 8
-    # a solve on stale coarse operators (a round between refreshes) that has not converged
-    # after this many PCG iterations refreshes them and goes on from where it is; None:
-    # it runs on (docs/decisions.md#refresh-after)
-    refresh_after: int | None = None
     # Stage II before rounds solves to this and the rounds refresh its hierarchy; None: it
     # solves as the one-shot does and the rounds build their own (docs/decisions.md#stage2-before-rounds)
     stage2_rtol: float | None = 1e-3

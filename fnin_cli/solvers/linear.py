@@ -236,9 +236,7 @@ class AMGCache:
     replace the finest operator alone (:meth:`Hierarchy.with_finest`); with None none
     refreshes the coarse ones (docs/decisions.md#refresh-every). With ``rebuild_after =
     m`` a solve that took more than m PCG iterations has the next one build a fresh
-    hierarchy (:meth:`after_solve`; docs/decisions.md#rounds-rebuild). With ``refresh_after
-    = s`` a solve on stale coarse operators that has not converged after s PCG iterations
-    refreshes them and goes on from its iterate (:meth:`pcg`; docs/decisions.md#refresh-after).
+    hierarchy (:meth:`after_solve`; docs/decisions.md#rounds-rebuild).
 
     Examples
     --------
@@ -249,54 +247,26 @@ class AMGCache:
     (1, True)
     """
 
-    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None,
-                 refresh_after: int | None = None):
+    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None):
         self.refresh_every = refresh_every
         self.rebuild_after = rebuild_after
-        self.refresh_after = refresh_after
         self.hierarchy: Hierarchy | None = None   # the kept hierarchy (None: none built yet)
         self.calls = 0                            # solves that used this cache
         self.rebuild = False                      # the next solve builds a fresh hierarchy
-        self.stale = False                        # the kept hierarchy's coarse operators are an older matrix's
-        self.refreshes = 0                        # refreshes made inside a solve (:meth:`pcg`)
-        self.setup_seconds = 0.0                  # the last solve's hierarchy seconds
 
     def hierarchy_for(self, A) -> "Hierarchy":
         """The hierarchy for this solve's matrix ``A`` (built, refreshed or with its finest
         operator replaced, as the class says), kept for the next call."""
         ml, calls, every = self.hierarchy, self.calls, self.refresh_every
         if ml is None or self.rebuild:
-            self.rebuild, self.stale = False, False
+            self.rebuild = False
             ml = sa_hierarchy(A)
         elif every and (calls - 1) % every == 0:
-            ml, self.stale = ml.refreshed(A), False
+            ml = ml.refreshed(A)
         else:
-            ml, self.stale = ml.with_finest(A), True
+            ml = ml.with_finest(A)
         self.hierarchy, self.calls = ml, calls + 1
         return ml
-
-    def pcg(self, A, b, x0, rtol, maxiter, ref_norm=None):
-        """:func:`pcg` on ``A`` preconditioned by this cache's hierarchy for it
-        (:meth:`hierarchy_for`). If that hierarchy's coarse operators are stale and PCG
-        has not converged after ``refresh_after`` iterations, they are refreshed
-        (:meth:`Hierarchy.refreshed`) and PCG restarts from its iterate, to the same
-        tolerance and for the iterations left. Returns (x, iterations in all, residual)."""
-        t = time.perf_counter()
-        ml = self.hierarchy_for(A)
-        self.setup_seconds = time.perf_counter() - t
-        first = maxiter
-        if self.stale and self.refresh_after is not None:
-            first = min(maxiter, self.refresh_after)
-        x, it, res = pcg(A, b, x0, ml.vcycle, rtol, first, ref_norm)
-        if res > rtol and it < maxiter and first < maxiter:
-            t = time.perf_counter()
-            ml, self.stale = ml.refreshed(A), False
-            self.hierarchy = ml
-            self.setup_seconds += time.perf_counter() - t
-            self.refreshes += 1
-            x, more, res = pcg(A, b, x, ml.vcycle, rtol, maxiter - it, ref_norm)
-            it += more
-        return x, it, res
 
     def after_solve(self, iterations: int) -> None:
         """After a round's solve: if it took more than ``rebuild_after`` PCG iterations, the
@@ -355,11 +325,7 @@ def _solve_spd(A, b, x0, method, rtol, maxiter, t0, ref_norm, hierarchy=None):
         x, it, res = pcg(A, b, x0, lambda r: inv_diag * r, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)
     if method == "amg":
-        if hierarchy is not None:
-            x, it, res = hierarchy.pcg(A, b, x0, rtol, maxiter, ref_norm)
-            setup = hierarchy.setup_seconds
-            return x, SolveInfo(method, it, res, setup, time.perf_counter() - t0 - setup)
-        M = amg_preconditioner(A)
+        M = amg_preconditioner(A) if hierarchy is None else hierarchy.hierarchy_for(A).vcycle
         t1 = time.perf_counter()
         x, it, res = pcg(A, b, x0, M, rtol, maxiter, ref_norm)
         return x, SolveInfo(method, it, res, t1 - t0, time.perf_counter() - t1)
