@@ -1,4 +1,4 @@
-"""Reading and checking a camera-size normal map: `fnin integrate --json` seconds "load" and "check".
+"""Reading and checking a camera-size normal map: `fnin integrate --json` seconds "load" (which includes "check").
 
 Renders two validation meshes (boot and koala, from ``--meshes``) into a perspective
 ``--size`` view (default 6000x4000, about 5.5 M masked pixels) with exact normals, writes
@@ -80,7 +80,7 @@ def main():
         rec = rec[0] if isinstance(rec, list) else rec.get("results", [rec])[0] if "results" in rec else rec
         s = rec["seconds"]
         print(json.dumps({"size": f"{w}x{h}", "pixels": rec.get("pixels"), "check": s.get("check"),
-                          "load": s.get("load"), "load+check": round(s.get("load", 0) + s.get("check", 0), 3),
+                          "load": s.get("load"),   # "load" includes "check"
                           "wall": round(wall, 2), "peak_rss_mb": rec.get("peak_rss_mb")}))
 
 
