@@ -39,6 +39,12 @@ MESHES = ("boot", "koala")
 def render_case(folder: Path, h: int, w: int, meshes_dir, radius: float = 0.39) -> int:
     """Write the view into ``folder``; returns the number of masked pixels. ``radius``:
     the first object's radius as a fraction of the shorter side (0.39: ~24 % masked)."""
+    return int(render_view(folder, h, w, meshes_dir, radius).mask.sum())
+
+
+def render_view(folder: Path, h: int, w: int, meshes_dir, radius: float = 0.39):
+    """:func:`render_case`'s work, returning the render (its exact ``depth``, ``mask`` and
+    ``object_id`` as well: studies/camera-size/compare_whole_call.py scores against them)."""
     meshes = load_meshes(meshes_dir, names=list(MESHES))
     items = [(n, meshes[n]) for n in MESHES]
     rng = np.random.default_rng(SEED)
@@ -52,7 +58,7 @@ def render_case(folder: Path, h: int, w: int, meshes_dir, radius: float = 0.39) 
     write_normal_map(folder / "normal_map.png", np.where(r.mask[..., None], r.normals, np.nan), force=True)
     write_png(folder / "mask.png", (r.mask * 255).astype(np.uint8))
     np.savetxt(folder / "K.txt", K)
-    return int(r.mask.sum())
+    return r
 
 
 def main():

@@ -1,0 +1,78 @@
+"""The default's whole `fnin integrate` call on a rendered layout folder, two checkouts of
+fnin in alternating fresh processes: wall seconds, `--json` stage seconds, peak RSS and
+the per-object error against the render's exact depth (issue 30's 2048x1536 target).
+
+    python studies/camera-size/compare_whole_call.py BEFORE_DIR AFTER_DIR [--size 2048x1536] [--pairs 3] \
+        [--out studies/camera-size/whole_call_2048x1536.json]
+
+BEFORE_DIR/AFTER_DIR: trees of the package (``git archive <commit> | tar -x -C DIR``); each
+runs with PYTHONPATH=DIR and no method or refine flag (each tree's default). The scene is
+``benchmarks/large_load.py``'s (boot and koala, perspective, its fixed seed), rendered
+into a temporary folder with its ground truth kept beside the run, not in the folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from large_load import MESHES, render_view  # noqa: E402
+
+from fnin_cli.bench.cases import align_objects  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("before")
+    ap.add_argument("after")
+    ap.add_argument("--size", default="2048x1536", help="WxH")
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--meshes", default=str(ROOT.parent / "shared" / "data" / "meshes"))
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    w, h = (int(v) for v in a.size.lower().split("x"))
+    trees = {"before": Path(a.before).resolve(), "after": Path(a.after).resolve()}
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        case = Path(tmp) / "case"
+        r = render_view(case, h, w, a.meshes)
+        for pair in range(a.pairs):
+            order = ["before", "after"] if pair % 2 == 0 else ["after", "before"]
+            for name in order:
+                depth_file = Path(tmp) / f"{name}.npy"
+                env = dict(os.environ, PYTHONPATH=str(trees[name]))
+                t = time.perf_counter()
+                p = subprocess.run([sys.executable, "-m", "fnin_cli.cli", "integrate", str(case), "-o", str(depth_file),
+                                    "--force", "--quiet", "--json"], capture_output=True, text=True, env=env, cwd=tmp)
+                wall = time.perf_counter() - t
+                if p.returncode != 0:
+                    raise SystemExit(f"{name}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+                rec = json.loads(p.stdout)
+                rec = rec[0] if isinstance(rec, list) else rec
+                err = align_objects(np.load(depth_file), r.depth, r.mask, r.object_id, True, names=list(MESHES))
+                row = {"tree": name, "wall": round(wall, 2), "refine": rec.get("refine"), "seconds": rec["seconds"],
+                       "peak_rss_mb": rec.get("peak_rss_mb"), "made_mm": round(err["made"], 4),
+                       "objects": {k: round(v["made_mm"], 4) for k, v in err["objects"].items()}}
+                runs.append(row)
+                print(json.dumps(row), flush=True)
+    wall = {n: sum(x["wall"] for x in runs if x["tree"] == n) for n in trees}
+    summary = {"size": a.size, "pixels": int(r.mask.sum()), "trees": {n: str(t) for n, t in trees.items()},
+               "wall_sum": wall, "ratio": round(wall["after"] / wall["before"], 3)}
+    print(json.dumps(summary))
+    if a.out:
+        Path(a.out).write_text(json.dumps({"summary": summary, "runs": runs}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
