@@ -26,6 +26,7 @@ from fnin_cli.train.config import VAL_SEED0  # noqa: E402
 
 from fold import FoldPrior  # noqa: E402
 from foldhold import FoldHold  # noqa: E402
+from gapstop import GapStop  # noqa: E402
 
 
 def rounds(fold_cos, fold_join=0.0, fold_same_side=False):
@@ -71,6 +72,14 @@ FIFTH = {
     "holdC1": {"config": DEFAULT, "rounds_bias": HOLD_C1.bias, "rounds_adjust": HOLD_C1.adjust},
     "round1": {"config": replace(DEFAULT, rounds=DEFAULT.rounds.fixed(1))},
 }
+# trust-rounds' third rule (README "Third rule: gap stop"): a round that opens the net's cuts
+# is undone and ends the rounds (gapstop.py)
+GAP0, GAP10 = GapStop(eps=0.0), GapStop(eps=0.10)
+GAP = {
+    "today": {"config": DEFAULT},
+    "gap0": {"config": DEFAULT, "rounds_bias": GAP0.bias, "rounds_adjust": GAP0.adjust, "rounds_stop": GAP0.stop},
+    "gap10": {"config": DEFAULT, "rounds_bias": GAP10.bias, "rounds_adjust": GAP10.adjust, "rounds_stop": GAP10.stop},
+}
 SUITE_SEED = 31_003                  # fresh error draws for the real-like suite
 MESH_SEED0 = VAL_SEED0 + 3_133_000   # fresh validation-mesh scenes
 
@@ -86,14 +95,14 @@ if __name__ == "__main__":
     ap.add_argument("--out", required=True)
     ap.add_argument("--suite-seed", type=int, default=SUITE_SEED)
     ap.add_argument("--mesh-seed0", type=int, default=MESH_SEED0)
-    ap.add_argument("--configs", choices=["first", "second", "third", "fourth", "fifth"], default="first")
+    ap.add_argument("--configs", choices=["first", "second", "third", "fourth", "fifth", "gap"], default="first")
     ap.add_argument("--data", default="/work/shared/data/diligent")
     ap.add_argument("--bini", default=os.path.join(HERE, "results", "diligent_adopted.json"),
                     help="a `fnin bench diligent --methods default,bini,wls --json` record (bini is unchanged)")
     args = ap.parse_args()
     tr.CONFIGS.clear()           # trust-rounds' script table, not a package global
     if args.configs != "first":
-        CONFIGS = {"second": SECOND, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH}[args.configs]
+        CONFIGS = {"second": SECOND, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "gap": GAP}[args.configs]
     tr.CONFIGS.update(CONFIGS)
     with threadpool_limits(1):
         import torch
