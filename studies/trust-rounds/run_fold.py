@@ -27,6 +27,7 @@ from fnin_cli.train.config import VAL_SEED0  # noqa: E402
 from fold import FoldPrior  # noqa: E402
 from foldhold import FoldHold  # noqa: E402
 from gapstop import GapStop  # noqa: E402
+from cutstop import CutStop  # noqa: E402
 
 
 def rounds(fold_cos, fold_join=0.0, fold_same_side=False):
@@ -80,6 +81,13 @@ GAP = {
     "gap0": {"config": DEFAULT, "rounds_bias": GAP0.bias, "rounds_adjust": GAP0.adjust, "rounds_stop": GAP0.stop},
     "gap10": {"config": DEFAULT, "rounds_bias": GAP10.bias, "rounds_adjust": GAP10.adjust, "rounds_stop": GAP10.stop},
 }
+# trust-rounds' fourth rule (README "Fourth rule: one round where the net cuts little"):
+# maps whose cut length s = cut edges / sqrt(pixels) is under tau stop after one round
+TAUS = (30, 35, 40, 45, 50, 55, 60)
+CUT = {"today": {"config": DEFAULT}}
+for _tau in TAUS:
+    _c = CutStop(_tau)
+    CUT[f"cut{_tau}"] = {"config": DEFAULT, "rounds_bias": _c.bias, "rounds_stop": _c.stop}
 SUITE_SEED = 31_003                  # fresh error draws for the real-like suite
 MESH_SEED0 = VAL_SEED0 + 3_133_000   # fresh validation-mesh scenes
 
@@ -95,14 +103,14 @@ if __name__ == "__main__":
     ap.add_argument("--out", required=True)
     ap.add_argument("--suite-seed", type=int, default=SUITE_SEED)
     ap.add_argument("--mesh-seed0", type=int, default=MESH_SEED0)
-    ap.add_argument("--configs", choices=["first", "second", "third", "fourth", "fifth", "gap"], default="first")
+    ap.add_argument("--configs", choices=["first", "second", "third", "fourth", "fifth", "gap", "cut"], default="first")
     ap.add_argument("--data", default="/work/shared/data/diligent")
     ap.add_argument("--bini", default=os.path.join(HERE, "results", "diligent_adopted.json"),
                     help="a `fnin bench diligent --methods default,bini,wls --json` record (bini is unchanged)")
     args = ap.parse_args()
     tr.CONFIGS.clear()           # trust-rounds' script table, not a package global
     if args.configs != "first":
-        CONFIGS = {"second": SECOND, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "gap": GAP}[args.configs]
+        CONFIGS = {"second": SECOND, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "gap": GAP, "cut": CUT}[args.configs]
     tr.CONFIGS.update(CONFIGS)
     with threadpool_limits(1):
         import torch

@@ -59,3 +59,16 @@ def test_a_round_that_opens_the_cuts_is_undone_and_stops():
     assert np.array_equal(back, z2) and g.stop(3, z2, back) and g.stopped_at == 3
     g.bias(s, _cut_column(s, 2))              # a new run starts clean
     assert not g.stop(1, z0, z0) and g.stopped_at is None
+
+
+def test_cut_stop_ends_the_rounds_after_the_first_on_maps_cut_little():
+    from cutstop import CutStop, cut_length
+
+    s = _flat()
+    bias = _cut_column(s, 2)                  # 6 cut edges on 36 pixels: s = 6 / 6 = 1
+    assert cut_length(s, bias) == 1.0
+    c = CutStop(tau=1.5)
+    assert c.bias(s, bias) is bias and c.stop(1, None, None)
+    c = CutStop(tau=1.0)
+    c.bias(s, bias)
+    assert not c.stop(1, None, None)
