@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from ..config import DEFAULT, FninVariant, IntegrationConfig
 from ..model.inference import network_outputs
 from ..model.weights import load_model, resolve_device
@@ -43,15 +41,15 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
     if not variant.bini_weights:
         weights = model_weights(system, p_img, om_img, config.one_shot)
     if not variant.solve:
-        z = z_img[system.mask].astype(np.float64)
+        z = system.at_pixels(z_img)
     else:
         if stage is not None:
             stage("solve", None, None)
         lin, own_rtol, maxiter = pick_solver(solver, config, net_device, system.n)
-        z_r = z_img[system.mask].astype(np.float64)
+        z_r = system.at_pixels(z_img)
         if variant.bini_weights:
             weights = bini_weights(system, z_r, config.solver.k)
         z, weights = stage2(system, z_r, weights, lam, lin, own_rtol if rtol is None else rtol, maxiter, hierarchy)
         seconds["solve"] = time.perf_counter() - t2
-    disc = om_img[system.mask].astype(np.float64) if om_img is not None and not variant.bini_weights else None
+    disc = system.at_pixels(om_img) if om_img is not None and not variant.bini_weights else None
     return z, weights, disc, seconds, p_img

@@ -51,7 +51,7 @@ def edge_weights(system: NormalSystem, p_img: np.ndarray, one_shot: OneShotConfi
     """Per-direction weights from the edge net's w_u-, w_v- images (BiNI's layout),
     sharpened by ``one_shot.edge_sharpness`` (:func:`sharpen`), then gated by
     :func:`sliver_gate` when ``one_shot.sliver_gate`` is set."""
-    wu, wv = (sharpen(p_img[i][system.mask].astype(np.float64), one_shot.edge_sharpness) for i in (0, 1))
+    wu, wv = (sharpen(system.at_pixels(p_img[i]), one_shot.edge_sharpness) for i in (0, 1))
     weights = bini_layout(wu, wv)
     gate = one_shot.sliver_gate
     return weights if gate is None else sliver_gate(system, weights, gate)
@@ -75,7 +75,7 @@ def edge_prior(system: NormalSystem, p_img: np.ndarray, scale: float) -> dict:
     """
     out = {}
     for i, axis in enumerate(("u", "v")):
-        q = np.clip(p_img[i][system.mask].astype(np.float64), 1e-6, 1.0 - 1e-6)
+        q = np.clip(system.at_pixels(p_img[i]), 1e-6, 1.0 - 1e-6)
         out[axis] = scale * np.log(q / (1.0 - q))
     return out
 
@@ -148,7 +148,7 @@ def attention_weights(system: NormalSystem, omega_img: np.ndarray, paired: bool 
     two weights by their sum (as BiNI's w+ + w- = 1), so omega only says which side to
     trust and never cuts a pixel loose on both sides (docs/decisions.md#paired-attention-weights).
     """
-    om = omega_img[system.mask].astype(np.float64)
+    om = system.at_pixels(omega_img)
     w = {d: np.ones(system.n) for d in ("u+", "u-", "v+", "v-")}
     w["u+"][system.hp] = 1.0 - om[system.hq]
     w["u-"][system.hq] = 1.0 - om[system.hp]

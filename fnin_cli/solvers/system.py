@@ -209,6 +209,11 @@ class NormalSystem:
         return solve_spd(A, b, x0, method=method, rtol=rtol, maxiter=maxiter, t0=t0, ref_norm=ref,
                          hierarchy=hierarchy)
 
+    def at_pixels(self, img: np.ndarray) -> np.ndarray:
+        """An image's values at the system's pixels, float64 (the network's images are
+        float32 whole frames; the solves take their masked pixels in float64)."""
+        return img[self.mask].astype(np.float64, copy=False)
+
     def to_image(self, values: np.ndarray, fill=np.nan) -> np.ndarray:
         img = np.full(self.shape, fill, dtype=np.float64)
         img[self.mask] = values
