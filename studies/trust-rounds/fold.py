@@ -56,6 +56,29 @@ def fold_edges(system: NormalSystem, cos_max: float, same_side: bool = False) ->
     return tuple(out)
 
 
+def touching(n: int, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Over n pixels: True at both ends of the edges p -> q."""
+    t = np.zeros(n, bool)
+    t[p] = True
+    t[q] = True
+    return t
+
+
+def fold_pixels(system: NormalSystem, cos_max: float, same_side: bool = False) -> dict:
+    """{"u": bool over pixels touching a horizontal fold edge, "v": ... vertical}."""
+    h, v = fold_edges(system, cos_max, same_side)
+    return {axis: touching(system.n, p[fold], q[fold])
+            for axis, fold, p, q in (("u", h, system.hp, system.hq), ("v", v, system.vp, system.vq))}
+
+
+def joined_belief(bias_axis: np.ndarray, p: np.ndarray, q: np.ndarray, prior_scale: float) -> np.ndarray:
+    """Per edge p -> q on one axis, the edge net's belief that it is joined, max(w_q->p,
+    w_p->q) from its probabilities sigmoid(bias / prior_scale) (w_q->p = sigmoid(bias[q]),
+    w_p->q = 1 - sigmoid(bias[p]))."""
+    prob = 0.5 * (1.0 + np.tanh(0.5 * np.asarray(bias_axis, np.float64) / prior_scale))
+    return np.maximum(prob[q], 1.0 - prob[p])
+
+
 def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0.0,
                same_side: bool = False, prior_scale: float | None = None) -> dict:
     """The rounds' per-axis logits (:func:`~fnin_cli.solvers.bini.bini_weights`' ``bias``)
@@ -84,17 +107,11 @@ def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0
     h, v = fold_edges(system, cos_max, same_side)
     out = {}
     for axis, fold, p, q in (("u", h, system.hp, system.hq), ("v", v, system.vp, system.vq)):
-        touched = np.zeros(system.n, bool)
-        touched[p[fold]] = True
-        touched[q[fold]] = True
-        b = np.where(touched, 0.0, bias[axis])
+        b = np.where(touching(system.n, p[fold], q[fold]), 0.0, bias[axis])
         if join:
             pull = np.full(int(fold.sum()), float(join))
             if prior_scale is not None:
-                def prob(x):
-                    return 0.5 * (1.0 + np.tanh(0.5 * x / prior_scale))
-                joined = np.maximum(prob(bias[axis][q[fold]]), 1.0 - prob(bias[axis][p[fold]]))
-                pull = pull * joined
+                pull = pull * joined_belief(bias[axis], p[fold], q[fold], prior_scale)
             b = b + np.bincount(q[fold], pull, system.n) - np.bincount(p[fold], pull, system.n)
         out[axis] = b
     return out

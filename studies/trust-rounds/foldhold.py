@@ -39,7 +39,7 @@ from fnin_cli.config import DEFAULT
 from fnin_cli.solvers.bini import bini_weights
 from fnin_cli.solvers.system import NormalSystem
 
-from fold import fold_edges
+from fold import fold_edges, fold_pixels, joined_belief  # noqa: F401  (fold_pixels: this module's API too)
 
 _CLIP = 1e-9   # held weights are kept in [_CLIP, 1 - _CLIP] so that their logit is finite
 
@@ -47,18 +47,6 @@ _CLIP = 1e-9   # held weights are kept in [_CLIP, 1 - _CLIP] so that their logit
 def _logit(w: np.ndarray) -> np.ndarray:
     w = np.clip(w, _CLIP, 1.0 - _CLIP)
     return np.log(w / (1.0 - w))
-
-
-def fold_pixels(system: NormalSystem, cos_max: float, same_side: bool = False) -> dict:
-    """{"u": bool over pixels touching a horizontal fold edge, "v": ... vertical}."""
-    h, v = fold_edges(system, cos_max, same_side)
-    out = {}
-    for axis, fold, p, q in (("u", h, system.hp, system.hq), ("v", v, system.vp, system.vq)):
-        t = np.zeros(system.n, bool)
-        t[p[fold]] = True
-        t[q[fold]] = True
-        out[axis] = t
-    return out
 
 
 def fold_belief(system: NormalSystem, bias: dict, cos_max: float, prior_scale: float,
@@ -70,9 +58,8 @@ def fold_belief(system: NormalSystem, bias: dict, cos_max: float, prior_scale: f
     h, v = fold_edges(system, cos_max, same_side)
     out = {}
     for axis, fold, p, q in (("u", h, system.hp, system.hq), ("v", v, system.vp, system.vq)):
-        prob = 0.5 * (1.0 + np.tanh(0.5 * np.asarray(bias[axis], np.float64) / prior_scale))
         pf, qf = p[fold], q[fold]
-        joined = np.maximum(prob[qf], 1.0 - prob[pf])
+        joined = joined_belief(bias[axis], pf, qf, prior_scale)
         b = np.zeros(system.n)
         np.maximum.at(b, pf, joined)
         np.maximum.at(b, qf, joined)

@@ -8,7 +8,7 @@ the rounds mostly undo the one-shot's misplaced pieces (a 2048x1536 view: 10.1 m
 5.96 after one round, 2.53 after sixteen), which closes steps across wrong cuts as often
 as it grows real ones. :class:`GapStop` measures G(z), the summed |z_q - z_p| over the
 edges the net cuts (its probabilities say neither side joins: max(w_q->p, w_p->q) < 0.5,
-``foldhold.fold_belief``'s belief on every edge), and from the second round on, a round
+``fold.joined_belief`` on every edge), and from the second round on, a round
 whose solution raises G by more than ``eps`` (relative) is undone and the rounds stop.
 
 Built through the package's hooks only: :meth:`GapStop.bias` is ``integrate(rounds_bias=)``
@@ -23,14 +23,15 @@ import numpy as np
 from fnin_cli.config import DEFAULT
 from fnin_cli.solvers.system import NormalSystem
 
+from fold import joined_belief
+
 
 def cut_edges(system: NormalSystem, bias: dict, prior_scale: float) -> list:
     """[(p, q)] per axis: the edges whose two sides the net's probabilities
     sigmoid(bias / prior_scale) both lean away from (max(w_q->p, w_p->q) < 0.5)."""
     out = []
     for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
-        prob = 0.5 * (1.0 + np.tanh(0.5 * np.asarray(bias[axis], np.float64) / prior_scale))
-        cut = np.maximum(prob[q], 1.0 - prob[p]) < 0.5
+        cut = joined_belief(bias[axis], p, q, prior_scale) < 0.5
         out.append((p[cut], q[cut]))
     return out
 
