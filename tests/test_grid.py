@@ -150,3 +150,53 @@ def test_cuda_grid_gives_the_cpu_grid_answer():
     z_gpu, i_gpu = grid_solve(system, weights, lam, prior, prior, 1e-8, 2000, "cuda")
     assert abs(i_gpu.iterations - i_cpu.iterations) <= 2 + 0.1 * i_cpu.iterations
     np.testing.assert_allclose(z_gpu - z_gpu.mean(), z_cpu - z_cpu.mean(), atol=1e-5 * np.abs(z_cpu).max())
+
+
+@pytest.fixture
+def interpreted_kernels(monkeypatch):
+    """grid_kernels' Triton kernels run by Triton's interpreter on CPU tensors (where
+    Triton is installed; on CUDA machines the kernels themselves run in the next tests)."""
+    pytest.importorskip("triton")
+    import importlib
+
+    from fnin_cli.solvers import grid_kernels
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    importlib.reload(grid_kernels)
+    yield grid_kernels
+    monkeypatch.delenv("TRITON_INTERPRET")
+    importlib.reload(grid_kernels)
+
+
+def _fused_and_torch(system, weights, lam, device):
+    grid = GridSystem(system, device)
+    w = grid.weights_images(weights)
+    A = grid.stencil(w, lam)
+    fused = grid.stencil(w, lam)
+    A.fused, fused.fused = False, True
+    return grid, A, fused
+
+
+def _check_fused_agrees(device):
+    for kind, seed in (("persp", 5), ("ortho", 9)):
+        _, system, weights, lam = _random_system(kind, seed=seed)
+        grid, A, fused = _fused_and_torch(system, weights, lam, device)
+        rng = np.random.default_rng(seed)
+        x, b = grid.image(rng.normal(size=system.n)), grid.image(rng.normal(size=system.n))
+        ref = A @ x
+        scale = float(ref.abs().max())
+        assert float((fused @ x - ref).abs().max()) <= 1e-13 * scale
+        out = torch.full_like(x, np.nan)        # every pixel written
+        assert float((fused.residual(b, x, out) - A.residual(b, x, torch.empty_like(x))).abs().max()) <= 1e-13 * scale
+        v_ref, v = Multigrid(A).vcycle(b).clone(), Multigrid(fused).vcycle(b)
+        assert not torch.isnan(v).any()
+        assert float((v - v_ref).abs().max()) <= 1e-11 * float(v_ref.abs().max())
+
+
+def test_fused_kernels_compute_the_torch_passes(interpreted_kernels):
+    _check_fused_agrees("cpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_fused_kernels_on_cuda_compute_the_torch_passes():
+    pytest.importorskip("triton")
+    _check_fused_agrees("cuda")

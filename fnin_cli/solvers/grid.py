@@ -25,6 +25,7 @@ import numpy as np
 import torch   # this module is imported only when a grid solve runs (stage2, pipeline)
 
 from ..config import DEFAULT
+from . import grid_kernels
 from .bini import IntegrationResult, irls_rounds
 from .linear import SolveInfo
 from .system import DIRECTIONS, NormalSystem
@@ -58,7 +59,7 @@ class GridSystem:
     >>> n = np.dstack([np.zeros((4, 5)), np.zeros((4, 5)), -np.ones((4, 5))])
     >>> grid = GridSystem(NormalSystem(n, np.ones((4, 5), bool), Camera(None, 1.0)), "cpu")
     >>> grid.shape
-    (4, 5)
+    (4, 6)
     """
 
     def __init__(self, system: NormalSystem, device: str = "cpu"):
@@ -66,7 +67,9 @@ class GridSystem:
         self.device = torch.device(device)
         rows, cols = np.nonzero(system.mask.any(axis=1))[0], np.nonzero(system.mask.any(axis=0))[0]
         self.box = (slice(rows[0], rows[-1] + 1), slice(cols[0], cols[-1] + 1)) if rows.size else (slice(0, 0),) * 2
-        mask = np.ascontiguousarray(system.mask[self.box])
+        mask = system.mask[self.box]
+        # even sides (an inactive row or column added): the V-cycle's finest level needs them
+        mask = np.ascontiguousarray(np.pad(mask, ((0, mask.shape[0] % 2), (0, mask.shape[1] % 2))))
         self.shape = mask.shape
         self.mask = torch.from_numpy(mask).to(self.device)
         self.active = self.mask.to(torch.float64)
@@ -162,30 +165,60 @@ class Stencil:
     """A symmetric 5-point operator on an (h, w) grid: ``diag``, ``ch`` (coupling of
     (r, c) and (r, c+1), last column 0) and ``cv`` ((r, c) and (r+1, c), last row 0), all
     non-negative; A x = diag x - ch x(right) - ... . Pixels that are not ``active`` have
-    diag 1 and no coupling (x and the right-hand side stay 0 there)."""
+    diag 1 and no coupling (x and the right-hand side stay 0 there). ``fused``: apply it
+    (and the V-cycle's sweeps) with :mod:`.grid_kernels`' single-pass kernels; None: where
+    they can run (CUDA, Triton importable)."""
 
-    def __init__(self, diag, ch, cv, active):
+    def __init__(self, diag, ch, cv, active, fused: bool | None = None):
         self.ch, self.cv, self.active = ch, cv, active
         self.diag = diag * active + (1.0 - active)
         self.inv_diag = 1.0 / self.diag
+        self.fused = grid_kernels.available(diag) if fused is None else fused
+
+    def add_offdiag(self, out, x, sign: float = 1.0):
+        """``out += sign * (couplings times neighbours)`` in place (four fused passes over
+        shifted views: no shifted copies), returning ``out``."""
+        ch, cv = self.ch, self.cv
+        out[:, :-1].addcmul_(ch[:, :-1], x[:, 1:], value=sign)     # right neighbour
+        out[:, 1:].addcmul_(ch[:, :-1], x[:, :-1], value=sign)     # left
+        out[:-1].addcmul_(cv[:-1], x[1:], value=sign)              # below
+        out[1:].addcmul_(cv[:-1], x[:-1], value=sign)              # above
+        return out
 
     def offdiag(self, x):
         """-(the off-diagonal part of A) x: sum of the couplings times the neighbours."""
-        return (self.ch * _right(x) + _shift_right(self.ch * x)
-                + self.cv * _down(x) + _shift_down(self.cv * x))
+        return self.add_offdiag(torch.zeros_like(x), x)
+
+    def matvec(self, x, out=None):
+        """A x, into ``out`` if given."""
+        if self.fused:
+            return grid_kernels.apply(torch.empty_like(x) if out is None else out, x, self.diag, self.ch, self.cv)
+        out = torch.mul(self.diag, x, out=out) if out is not None else self.diag * x
+        return self.add_offdiag(out, x, -1.0)
+
+    def residual(self, b, x, out):
+        """b - A x, into ``out``."""
+        if self.fused:
+            return grid_kernels.apply(out, x, self.diag, self.ch, self.cv, b=b)
+        torch.addcmul(b, self.diag, x, value=-1.0, out=out)
+        return self.add_offdiag(out, x)
 
     def __matmul__(self, x):
-        return self.diag * x - self.offdiag(x)
+        return self.matvec(x)
+
+    def padded(self, h: int, w: int) -> "Stencil":
+        """The operator on an (h, w) grid at least as large, extra pixels inactive."""
+        dh, dw = h - self.diag.shape[0], w - self.diag.shape[1]
+        if not (dh or dw):
+            return self
+        pad = lambda t: torch.nn.functional.pad(t, (0, dw, 0, dh))   # noqa: E731
+        return Stencil(pad(self.diag), pad(self.ch), pad(self.cv), pad(self.active), self.fused)
 
     def coarsened(self) -> "Stencil":
         """The Galerkin operator P^T A P for P merging each 2x2 block (padded to even sides)."""
         h, w = self.diag.shape
-
-        def pad(t):   # to even sides, with inactive pixels (0: no diagonal, no coupling)
-            return torch.nn.functional.pad(t, (0, w % 2, 0, h % 2)) if h % 2 or w % 2 else t
-
-        act, d = pad(self.active), pad(self.diag * self.active)
-        ch, cv = pad(self.ch), pad(self.cv)
+        even = self.padded(h + h % 2, w + w % 2)
+        act, d, ch, cv = even.active, even.diag * even.active, even.ch, even.cv
         H, W = act.shape[0] // 2, act.shape[1] // 2
         blocks = lambda t: t.reshape(H, 2, W, 2)   # noqa: E731
         a = blocks(act).amax(dim=(1, 3))
@@ -196,7 +229,7 @@ class Stencil:
         cv_c = cvb[:, 1, :, :].sum(dim=2)     # fine row 2I+1 couples block I to block I+1
         ch_c[:, -1] = 0.0
         cv_c[-1, :] = 0.0
-        return Stencil(dsum - 2.0 * internal, ch_c * a * _right(a), cv_c * a * _down(a), a)
+        return Stencil(dsum - 2.0 * internal, ch_c * a * _right(a), cv_c * a * _down(a), a, self.fused)
 
     def dense(self):
         """The operator as a dense (h w, h w) matrix (for the coarsest grid)."""
@@ -219,21 +252,43 @@ class Multigrid:
     """A geometric V-cycle for a :class:`Stencil`: 2x2 aggregation down to at most
     ``COARSEST`` pixels, ``sweeps`` red-black Gauss-Seidel sweeps before and after each
     coarse correction (the second set in reverse colour order: a symmetric cycle),
-    Cholesky on the coarsest grid."""
+    Cholesky on the coarsest grid.
+
+    Every level but the coarsest is stored with even sides (extra pixels inactive, as the
+    coarsening pads them) and owns two work images, so that a cycle allocates nothing and
+    restriction and prolongation are views of 2x2 blocks: a cycle is a few fused passes
+    per level (on a GPU the passes over the finest grid are its time).
+    """
 
     def __init__(self, A: Stencil, coarse_scale: float = COARSE_SCALE, sweeps: int = SWEEPS):
         self.coarse_scale, self.sweeps = coarse_scale, sweeps
         # float64 throughout: a float32 cycle took 3.2x the time at 24 MP (the Galerkin
         # diagonals cancel; docs/decisions.md#grid-on-gpu)
-        self.levels = [A]
-        while self.levels[-1].diag.numel() > COARSEST and min(self.levels[-1].diag.shape) > 1:
-            self.levels.append(self.levels[-1].coarsened())
-        self.chol = torch.linalg.cholesky(self.levels[-1].dense())
-        self.red = [((torch.arange(L.diag.shape[0], device=A.diag.device)[:, None]
-                      + torch.arange(L.diag.shape[1], device=A.diag.device)[None, :]) % 2 == 0).to(L.diag.dtype)
-                    for L in self.levels]
+        levels = [A]
+        while levels[-1].diag.numel() > COARSEST and min(levels[-1].diag.shape) > 1:
+            levels.append(levels[-1].coarsened())
+        self.shape = A.diag.shape
+        self.levels = [L.padded(L.diag.shape[0] + L.diag.shape[0] % 2, L.diag.shape[1] + L.diag.shape[1] % 2)
+                       for L in levels[:-1]] + [levels[-1]]
+        self.natural = [L.diag.shape for L in levels]   # each level's own sides (before padding)
+        self.chol = torch.linalg.cholesky(levels[-1].dense())
+        dev = A.diag.device
+        self.red, self.black, self.work, self.scaled_active = [], [], [], []
+        for L in self.levels[:-1]:
+            h, w = L.diag.shape
+            red = (torch.arange(h, device=dev)[:, None] + torch.arange(w, device=dev)[None, :]) % 2 == 0
+            self.red.append(red)
+            self.black.append(~red)
+            self.work.append((torch.empty_like(L.diag), torch.empty_like(L.diag)))
+            self.scaled_active.append(coarse_scale * L.active)
 
     def vcycle(self, b):
+        """One V-cycle applied to the (h, w) image ``b``. The result is a work image of
+        the cycle, valid until its next call (copy it to keep it)."""
+        h, w = self.shape
+        H, W = self.levels[0].diag.shape
+        if (H, W) != (h, w):
+            return self._cycle(0, torch.nn.functional.pad(b, (0, W - w, 0, H - h)))[:h, :w]
         return self._cycle(0, b)
 
     def _cycle(self, i: int, b):
@@ -241,33 +296,54 @@ class Multigrid:
         if i == len(self.levels) - 1:
             x = torch.cholesky_solve(b.reshape(-1, 1), self.chol).reshape(b.shape)
             return x * L.active
-        red = self.red[i]
-        x = torch.zeros_like(b)
-        for _ in range(self.sweeps):
-            x = self._sweep(L, x, b, red, 1.0 - red)
-        r = b - L @ x
-        H, W = self.levels[i + 1].diag.shape
-        h, w = r.shape
-        rp = torch.nn.functional.pad(r, (0, 2 * W - w, 0, 2 * H - h))
-        rc = rp.reshape(H, 2, W, 2).sum(dim=(1, 3))
-        ec = self._cycle(i + 1, rc)
-        e = ec.repeat_interleave(2, 0).repeat_interleave(2, 1)[:h, :w]
-        x = x + self.coarse_scale * e * L.active
+        x, t = self.work[i]
+        red, black = self.red[i], self.black[i]
+        # the first half-sweep starts from x = 0: x = b / diag on red, 0 on black
+        torch.mul(b, L.inv_diag, out=t)
+        torch.where(red, t, torch.zeros((), dtype=t.dtype, device=t.device), out=x)
+        self._half_sweep(L, x, b, t, black, 1)
         for _ in range(self.sweeps - 1):
-            x = self._sweep(L, x, b, 1.0 - red, red)
-        return self._sweep(L, x, b, 1.0 - red, red)
+            self._half_sweep(L, x, b, t, red, 0)
+            self._half_sweep(L, x, b, t, black, 1)
+        # residual, restricted (sums over 2x2 blocks), corrected from the coarser grid
+        L.residual(b, x, t)
+        H, W = t.shape[0] // 2, t.shape[1] // 2
+        rc = t.view(H, 2, W, 2).sum(dim=(1, 3))
+        Hs, Ws = self.levels[i + 1].diag.shape
+        if (Hs, Ws) != (H, W):
+            rc = torch.nn.functional.pad(rc, (0, Ws - W, 0, Hs - H))
+        ec = self._cycle(i + 1, rc)[:H, :W]
+        x.view(H, 2, W, 2).addcmul_(ec[:, None, :, None], self.scaled_active[i].view(H, 2, W, 2))
+        for _ in range(self.sweeps):
+            self._half_sweep(L, x, b, t, black, 1)
+            self._half_sweep(L, x, b, t, red, 0)
+        return x
 
     @staticmethod
-    def _sweep(L: Stencil, x, b, first, second):
-        for colour in (first, second):
-            x_new = (b + L.offdiag(x)) * L.inv_diag
-            x = x + colour * (x_new - x)
-        return x * L.active
+    def _half_sweep(L: Stencil, x, b, t, colour, parity: int):
+        """Gauss-Seidel on the pixels of one ``colour`` ((row + column) % 2 == ``parity``;
+        x in place, t: work image)."""
+        if L.fused:
+            grid_kernels.half_sweep(x, b, L.ch, L.cv, L.inv_diag, parity)
+            return
+        ch, cv = L.ch, L.cv
+        torch.addcmul(b[:, :-1], ch[:, :-1], x[:, 1:], out=t[:, :-1])   # b + right neighbour
+        t[:, -1].copy_(b[:, -1])
+        t[:, 1:].addcmul_(ch[:, :-1], x[:, :-1])
+        t[:-1].addcmul_(cv[:-1], x[1:])
+        t[1:].addcmul_(cv[:-1], x[:-1])
+        t.mul_(L.inv_diag)
+        torch.where(colour, t, x, out=x)
+
+
+def _dot(a, b):
+    return torch.dot(a.reshape(-1), b.reshape(-1))
 
 
 def pcg(A: Stencil, b, x0, precondition, rtol: float, maxiter: int, ref_norm: float | None = None):
     """Preconditioned CG on images; stops when ||b - A x|| <= rtol * ref_norm (||b|| if
-    None), as :func:`fnin_cli.solvers.linear.pcg`. Returns (x, iterations, relative residual)."""
+    None), as :func:`fnin_cli.solvers.linear.pcg`. ``precondition`` may return a work image
+    it overwrites on its next call. Returns (x, iterations, relative residual)."""
     x = x0.clone()
     bnorm = float(_norm(b)) if ref_norm is None else float(ref_norm)
     bnorm = bnorm or 1.0
@@ -278,18 +354,19 @@ def pcg(A: Stencil, b, x0, precondition, rtol: float, maxiter: int, ref_norm: fl
         return x, 0, rnorm / bnorm
     z = precondition(r)
     p = z.clone()
-    rz = torch.sum(r * z)
+    rz = _dot(r, z)
+    Ap = torch.empty_like(b)
     for it in range(1, maxiter + 1):
-        Ap = A @ p
-        alpha = rz / torch.sum(p * Ap)
-        x += alpha * p
-        r -= alpha * Ap
+        A.matvec(p, out=Ap)
+        alpha = rz / _dot(p, Ap)
+        x.addcmul_(p, alpha)
+        r.addcmul_(Ap, alpha, value=-1.0)
         rnorm = float(_norm(r))
         if rnorm <= rtol * bnorm:
             break
         z = precondition(r)
-        rz_new = torch.sum(r * z)
-        p = z + (rz_new / rz) * p
+        rz_new = _dot(r, z)
+        p.mul_(rz_new / rz).add_(z)
         rz = rz_new
     return x, it, rnorm / bnorm
 

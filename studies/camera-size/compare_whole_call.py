@@ -6,7 +6,8 @@ the per-object error against the render's exact depth (issue 30's 2048x1536 targ
         [--out studies/camera-size/whole_call_2048x1536.json]
 
 BEFORE_DIR/AFTER_DIR: trees of the package (``git archive <commit> | tar -x -C DIR``); each
-runs with PYTHONPATH=DIR and no method or refine flag (each tree's default). The scene is
+runs with DIR first on PYTHONPATH and no method or refine flag (each tree's default;
+``--device auto``: a CUDA GPU where there is one). The scene is
 ``benchmarks/large_load.py``'s (boot and koala, perspective, its fixed seed), or with
 ``--scene bench`` the view of ``fnin bench meshes --size WxH`` (koala and penguin), written
 into a temporary layout folder (16-bit PNG, mask, K.txt) with its ground truth kept beside
@@ -80,7 +81,7 @@ def main():
             order = ["before", "after"] if pair % 2 == 0 else ["after", "before"]
             for name in order:
                 depth_file = Path(tmp) / f"{name}.npy"
-                env = dict(os.environ, PYTHONPATH=str(trees[name]))
+                env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(trees[name])] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
                 t = time.perf_counter()
                 p = subprocess.run([sys.executable, "-m", "fnin_cli.cli", "integrate", str(case), "-o", str(depth_file),
                                     "--force", "--quiet", "--json"], capture_output=True, text=True, env=env, cwd=tmp)
