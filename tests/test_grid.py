@@ -200,3 +200,18 @@ def test_fused_kernels_compute_the_torch_passes(interpreted_kernels):
 def test_fused_kernels_on_cuda_compute_the_torch_passes():
     pytest.importorskip("triton")
     _check_fused_agrees("cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_recorded_vcycle_replays_the_cycle_on_new_inputs():
+    _, system, weights, lam = _random_system("persp", seed=5)
+    grid = GridSystem(system, "cuda")
+    A = grid.stencil(grid.weights_images(weights), lam)
+    eager, recorded = Multigrid(A, graph=False), Multigrid(A, graph=True)
+    assert recorded._graph is not None and eager._graph is None
+    for seed in (1, 2):      # each replay reads its new input
+        b = grid.image(np.random.default_rng(seed).normal(size=system.n))
+        v = eager.vcycle(b).clone()
+        assert float((recorded.vcycle(b) - v).abs().max()) <= 1e-12 * float(v.abs().max())
+    z, info = grid_solve(system, weights, lam, np.zeros(system.n), np.zeros(system.n), 1e-8, 2000, "cuda")
+    assert info.residual <= 1e-8 and np.isfinite(z).all()

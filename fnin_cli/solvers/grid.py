@@ -6,7 +6,7 @@ faster kept as images: the matrix is a diagonal image and two coupling images (t
 right and to the pixel below), a product with it is a handful of shifted elementwise
 operations, and the preconditioner is a geometric multigrid V-cycle whose coarse grids
 merge 2x2 blocks of pixels (piecewise-constant prolongation, Galerkin coarse operators,
-which stay 5-point stencils), red-black Gauss-Seidel smoothing and a dense Cholesky
+which stay 5-point stencils), red-black Gauss-Seidel smoothing and a dense inverse
 solve on the coarsest grid. :func:`grid_rounds` runs BiNI's rounds this way, weights and
 energy included, so that nothing but the result crosses back to the CPU.
 
@@ -30,7 +30,7 @@ from .bini import IntegrationResult, irls_rounds
 from .linear import SolveInfo
 from .system import DIRECTIONS, NormalSystem
 
-# the coarsest grid has at most this many pixels; it is solved densely (Cholesky)
+# the coarsest grid has at most this many pixels; it is solved densely (its inverse)
 COARSEST = 1024
 # the coarse-grid correction scaled up: piecewise-constant prolongation under-corrects
 # smooth error (Stage II on a 47k-pixel view: 62 PCG iterations against 92 at 1.0, 86 at
@@ -252,15 +252,18 @@ class Multigrid:
     """A geometric V-cycle for a :class:`Stencil`: 2x2 aggregation down to at most
     ``COARSEST`` pixels, ``sweeps`` red-black Gauss-Seidel sweeps before and after each
     coarse correction (the second set in reverse colour order: a symmetric cycle),
-    Cholesky on the coarsest grid.
+    the coarsest grid solved with its inverse (by Cholesky).
 
     Every level but the coarsest is stored with even sides (extra pixels inactive, as the
     coarsening pads them) and owns two work images, so that a cycle allocates nothing and
     restriction and prolongation are views of 2x2 blocks: a cycle is a few fused passes
-    per level (on a GPU the passes over the finest grid are its time).
+    per level (on a GPU the passes over the finest grid are its time). ``graph``: on a
+    CUDA device, record the cycle once as a CUDA graph and replay it (the coarse levels'
+    hundred-odd small launches then cost no Python; None: on CUDA).
     """
 
-    def __init__(self, A: Stencil, coarse_scale: float = COARSE_SCALE, sweeps: int = SWEEPS):
+    def __init__(self, A: Stencil, coarse_scale: float = COARSE_SCALE, sweeps: int = SWEEPS,
+                 graph: bool | None = None):
         self.coarse_scale, self.sweeps = coarse_scale, sweeps
         # float64 throughout: a float32 cycle took 3.2x the time at 24 MP (the Galerkin
         # diagonals cancel; docs/decisions.md#grid-on-gpu)
@@ -270,9 +273,12 @@ class Multigrid:
         self.shape = A.diag.shape
         self.levels = [L.padded(L.diag.shape[0] + L.diag.shape[0] % 2, L.diag.shape[1] + L.diag.shape[1] % 2)
                        for L in levels[:-1]] + [levels[-1]]
-        self.natural = [L.diag.shape for L in levels]   # each level's own sides (before padding)
-        self.chol = torch.linalg.cholesky(levels[-1].dense())
+        # the coarsest grid's inverse, symmetrised: a product (no solver call) is what a
+        # CUDA graph can record
+        inv = torch.cholesky_inverse(torch.linalg.cholesky(levels[-1].dense()))
+        self.coarse_inverse = 0.5 * (inv + inv.T)
         dev = A.diag.device
+        self.zero = torch.zeros((), dtype=A.diag.dtype, device=dev)
         self.red, self.black, self.work, self.scaled_active = [], [], [], []
         for L in self.levels[:-1]:
             h, w = L.diag.shape
@@ -281,10 +287,38 @@ class Multigrid:
             self.black.append(~red)
             self.work.append((torch.empty_like(L.diag), torch.empty_like(L.diag)))
             self.scaled_active.append(coarse_scale * L.active)
+        self._graph = None
+        if A.diag.is_cuda if graph is None else graph:
+            self._record()
+
+    def _record(self):
+        """Record :meth:`_vcycle` as a CUDA graph reading ``self._graph_in`` (after one
+        run outside it, which compiles the kernels and sets up the libraries' handles)."""
+        self._graph_in = torch.zeros(self.shape, dtype=self.zero.dtype, device=self.zero.device)
+        side = torch.cuda.Stream(self.zero.device)
+        side.wait_stream(torch.cuda.current_stream(self.zero.device))
+        with torch.cuda.stream(side):
+            self._vcycle(self._graph_in)
+        torch.cuda.current_stream(self.zero.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                self._graph_out = self._vcycle(self._graph_in)
+        except RuntimeError:     # a driver or library that cannot record: launch one by one
+            torch.cuda.synchronize(self.zero.device)
+            return
+        self._graph = graph
 
     def vcycle(self, b):
         """One V-cycle applied to the (h, w) image ``b``. The result is a work image of
         the cycle, valid until its next call (copy it to keep it)."""
+        if self._graph is not None:
+            self._graph_in.copy_(b)
+            self._graph.replay()
+            return self._graph_out
+        return self._vcycle(b)
+
+    def _vcycle(self, b):
         h, w = self.shape
         H, W = self.levels[0].diag.shape
         if (H, W) != (h, w):
@@ -294,13 +328,13 @@ class Multigrid:
     def _cycle(self, i: int, b):
         L = self.levels[i]
         if i == len(self.levels) - 1:
-            x = torch.cholesky_solve(b.reshape(-1, 1), self.chol).reshape(b.shape)
+            x = (self.coarse_inverse @ b.reshape(-1, 1)).reshape(b.shape)
             return x * L.active
         x, t = self.work[i]
         red, black = self.red[i], self.black[i]
         # the first half-sweep starts from x = 0: x = b / diag on red, 0 on black
         torch.mul(b, L.inv_diag, out=t)
-        torch.where(red, t, torch.zeros((), dtype=t.dtype, device=t.device), out=x)
+        torch.where(red, t, self.zero, out=x)
         self._half_sweep(L, x, b, t, black, 1)
         for _ in range(self.sweeps - 1):
             self._half_sweep(L, x, b, t, red, 0)

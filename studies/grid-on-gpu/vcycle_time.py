@@ -9,7 +9,9 @@ on CUDA (median of ``--repeat``):
   the commit before the fused passes), loaded from its own files;
 - ``torch``: this checkout's passes in torch (``Stencil(fused=False)``);
 - ``fused``: this checkout's single-pass kernels (:mod:`fnin_cli.solvers.grid_kernels`;
-  CUDA with Triton only).
+  CUDA with Triton only), launched one by one;
+- ``graph``: the same, the cycle recorded once as a CUDA graph and replayed (the default
+  on CUDA).
 
     python studies/grid-on-gpu/vcycle_time.py [--size 6000x4000] [--device cuda] [--before DIR] [--repeat 10]
 """
@@ -94,9 +96,10 @@ def main():
     impls["torch"] = grid_now.Stencil(diag, ch, cv, act, fused=False)
     if grid_kernels.available(diag):
         impls["fused"] = grid_now.Stencil(diag, ch, cv, act, fused=True)
+        impls["graph"] = impls["fused"]
     ref = None
     for name, A in impls.items():
-        mg = (before.Multigrid if name == "before" else grid_now.Multigrid)(A)
+        mg = before.Multigrid(A) if name == "before" else grid_now.Multigrid(A, graph=name == "graph")
         v = mg.vcycle(b).clone()
         ref = v if ref is None else ref
         row = {"impl": name, "size": a.size, "device": a.device, "active": active, "levels": len(mg.levels),
