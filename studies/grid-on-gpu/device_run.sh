@@ -4,7 +4,8 @@
 # then whole `fnin integrate` calls of the tree before (.devdata/head) and this one, in
 # alternating fresh processes: the 24 MP folder of benchmarks/large_load.py, the 24 MP and
 # 2048x1536 views of `fnin bench meshes --size`. Needs .whl/ (pyamg, OpenEXR, pypng,
-# trimesh, imagecodecs for cp312) and .devdata/{meshes,head} carried. Results under $OUT.
+# trimesh, imagecodecs for cp312) and .devdata/{meshes,head} carried (head: the tree before,
+# `git archive dfad4e3`). Results under $OUT.
 set -o pipefail
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 3
