@@ -185,10 +185,6 @@ class Stencil:
         out[1:].addcmul_(cv[:-1], x[:-1], value=sign)              # above
         return out
 
-    def offdiag(self, x):
-        """-(the off-diagonal part of A) x: sum of the couplings times the neighbours."""
-        return self.add_offdiag(torch.zeros_like(x), x)
-
     def matvec(self, x, out=None):
         """A x, into ``out`` if given."""
         if self.fused:
