@@ -196,6 +196,19 @@ def test_fused_kernels_compute_the_torch_passes(interpreted_kernels):
     _check_fused_agrees("cpu")
 
 
+def test_kernels_that_cannot_compile_leave_the_torch_passes(interpreted_kernels, monkeypatch):
+    """Triton needs a C compiler for its launcher: where a first launch fails, the grid
+    runs its torch passes (the same cycle) instead of failing the call."""
+    assert interpreted_kernels.runs_on(torch.device("cpu"))
+
+    class Broken:
+        def __getitem__(self, grid):
+            raise RuntimeError("Failed to find C compiler")
+
+    monkeypatch.setattr(interpreted_kernels, "_half_sweep_kernel", Broken())
+    assert not interpreted_kernels.runs_on(torch.device("cpu"))
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_fused_kernels_on_cuda_compute_the_torch_passes():
     pytest.importorskip("triton")

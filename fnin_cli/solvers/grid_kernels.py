@@ -23,9 +23,33 @@ except ImportError:      # CPU builds of torch: the torch passes run instead
 BLOCK = 1024
 
 
+_RUNS: dict = {}      # device -> whether a first small launch compiled and ran there
+
+
 def available(t) -> bool:
-    """Whether the fused kernels can run on tensor ``t`` (a CUDA tensor, Triton importable)."""
-    return triton is not None and t.is_cuda
+    """Whether the fused kernels run on tensor ``t``'s device: a CUDA tensor, Triton
+    importable, and a first small launch there compiled and ran (Triton builds its launcher
+    with the system's C compiler; without one the torch passes run instead)."""
+    if triton is None or not t.is_cuda:
+        return False
+    key = str(t.device)
+    if key not in _RUNS:
+        _RUNS[key] = runs_on(t.device)
+    return _RUNS[key]
+
+
+def runs_on(device) -> bool:
+    """Launch each kernel once on small tensors on ``device``: whether both ran."""
+    import torch
+
+    try:
+        x = torch.zeros((4, 4), dtype=torch.float64, device=device)
+        one = torch.ones_like(x)
+        half_sweep(x, one, one, one, one, 0)
+        apply(torch.empty_like(x), x, one, one, one, b=one)
+        return True
+    except Exception:    # any failure to compile or launch: the torch passes are the same cycle
+        return False
 
 
 if triton is not None:
