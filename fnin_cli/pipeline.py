@@ -194,6 +194,7 @@ def integrate(
     out = m.run(system, inp, RunArgs(lam_sys, config, solver, device, model, progress, stage,
                                      rounds.stage2_rtol if shared else None, hierarchy if shared else None))
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
+    notes = list(out.warnings)
     seconds.update(out.seconds)
     refined = 0
     if rounds.max_rounds:
@@ -206,14 +207,20 @@ def integrate(
         if rounds_bias is not None and bias is not None:
             bias = rounds_bias(system, bias)
         callback = (lambda i, e, z: progress(i)) if progress else None
+        r = None
         if out.grid_device is not None and rounds_stop is None and rounds_adjust is None:
             # Stage II ran on the grid (a GPU): so do the rounds, weights and energy included
             # (docs/decisions.md#grid-on-gpu)
-            from .solvers.grid import grid_rounds
+            from .solvers.grid import OUT_OF_MEMORY, grid_rounds, out_of_memory
 
-            r = grid_rounds(system, z, k, lam_sys, z, rounds.max_rounds, rounds.tol, rounds.inner_rtol,
-                            config.solver.maxiter, bias, out.grid_device, callback)
-        else:
+            try:
+                r = grid_rounds(system, z, k, lam_sys, z, rounds.max_rounds, rounds.tol, rounds.inner_rtol,
+                                config.solver.maxiter, bias, out.grid_device, callback)
+            except Exception as exc:
+                if not out_of_memory(exc):
+                    raise
+                notes.append(OUT_OF_MEMORY)   # the rounds on the CPU, below
+        if r is None:
             # each round frees and allocates arrays of the map's size: keep their pages mapped
             # (docs/decisions.md#kept-heap)
             with kept_heap():
@@ -240,7 +247,8 @@ def integrate(
     depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
     placed = f"by the weak links across its cuts ({method}{' and its rounds' if refined else ''})"
     seconds["total"] = time.perf_counter() - t0
-    warnings = list(inp.warnings)
+    warnings = list(inp.warnings) + [for_caller(n) for n in notes]
+    warn(notes)
     frac = jump_fraction(system, z)
     if frac > 0.25:
         warnings.append(for_caller(

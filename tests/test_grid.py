@@ -228,3 +228,37 @@ def test_recorded_vcycle_replays_the_cycle_on_new_inputs():
         assert float((recorded.vcycle(b) - v).abs().max()) <= 1e-12 * float(v.abs().max())
     z, info = grid_solve(system, weights, lam, np.zeros(system.n), np.zeros(system.n), 1e-8, 2000, "cuda")
     assert info.residual <= 1e-8 and np.isfinite(z).all()
+
+
+def test_a_gpu_too_small_for_the_grid_falls_back_to_the_cpu(monkeypatch):
+    """The grid's solves need several images of the map's box on the GPU: where the
+    allocator runs out, the run goes on on the CPU (and says so) instead of failing."""
+    from fnin_cli.errors import FninWarning
+    from fnin_cli.solvers import grid as grid_module
+
+    cam = camera("persp")
+    surf, _ = step_surface(cam)
+    inp = build_input(surf.normals, None, surf.support, cam.K)
+    ref = integrate(inp, device="cpu")
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(grid_module, "grid_solve", out_of_memory)      # Stage II
+    with pytest.warns(FninWarning, match="too little free memory"):
+        res = integrate(inp, device="cpu", solver="grid:cpu")
+    np.testing.assert_array_equal(res.depth, ref.depth)                # the CPU's run, exactly
+    assert any("too little free memory" in w for w in res.warnings)
+    monkeypatch.undo()
+    monkeypatch.setattr(grid_module, "grid_rounds", out_of_memory)     # the rounds only
+    with pytest.warns(FninWarning, match="too little free memory"):
+        res = integrate(inp, device="cpu", solver="grid:cpu")
+    e_ref = aligned_error(ref.depth, surf.depth, inp.mask, "scale")
+    assert aligned_error(res.depth, surf.depth, inp.mask, "scale") == pytest.approx(e_ref, rel=0.05, abs=1e-4)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("an unforeseen failure")
+
+    monkeypatch.setattr(grid_module, "grid_rounds", broken)            # other errors are not swallowed
+    with pytest.raises(RuntimeError, match="unforeseen"):
+        integrate(inp, device="cpu", solver="grid:cpu")

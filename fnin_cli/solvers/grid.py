@@ -402,6 +402,21 @@ def pcg(A: Stencil, b, x0, precondition, rtol: float, maxiter: int, ref_norm: fl
     return x, it, rnorm / bnorm
 
 
+# what a run says when the grid did not fit in the GPU's memory and its solves ran on the CPU
+OUT_OF_MEMORY = ("the GPU had too little free memory for the solves on its pixel grid; they ran on the "
+                 "CPU instead (slower): free GPU memory, or --downsample N")
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is the GPU's allocator running out; if so its cached blocks are
+    released, so that the run can go on without the grid."""
+    if not isinstance(exc, torch.cuda.OutOfMemoryError):
+        return False
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return True
+
+
 def grid_solve(system: NormalSystem, weights: dict | None, lam: float, z_prior: np.ndarray | None,
                x0: np.ndarray | None, rtol: float, maxiter: int, device: str) -> tuple[np.ndarray, SolveInfo]:
     """:meth:`NormalSystem.solve` on the grid on ``device`` (Stage II's ``grid:DEVICE``,

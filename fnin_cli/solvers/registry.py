@@ -51,6 +51,7 @@ class MethodOutput:
     seconds: dict
     edge_p: object = None      # fnin's edge net w_u-, w_v- as a (2, H, W) image (the rounds' prior), or None
     grid_device: str | None = None  # the device whose grid solver ran Stage II (solvers.grid): the rounds' too
+    warnings: tuple = ()       # what the run tells the user (the grid fell back to the CPU)
 
 
 @dataclass(frozen=True)
@@ -119,11 +120,22 @@ def _run_fnin(variant: FninVariant, system, inp, a: RunArgs) -> MethodOutput:
     # where Stage II did
     device = next(a.model.parameters()).device if a.model is not None else resolve_device(a.device)
     lin = pick_solver(a.solver, a.config, device, system.n)[0]
-    z, weights, disc, seconds, p_img = run_fnin(system, inp, variant, a.config, model=a.model, device=a.device,
-                                                lam=a.lam, solver=lin, stage=a.stage, rtol=a.rtol,
-                                                hierarchy=a.hierarchy)
+    run = partial(run_fnin, system, inp, variant, a.config, model=a.model, device=a.device, lam=a.lam,
+                  stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy)
+    notes = ()
+    try:
+        z, weights, disc, seconds, p_img = run(solver=lin)
+    except Exception as exc:
+        if not lin.startswith("grid"):
+            raise
+        from .grid import OUT_OF_MEMORY, out_of_memory
+        if not out_of_memory(exc):
+            raise
+        # the GPU could not hold the grid: the whole method again with Stage II on the CPU
+        lin, notes = "amg", (OUT_OF_MEMORY,)
+        z, weights, disc, seconds, p_img = run(solver=lin)
     grid = (lin.partition(":")[2] or "cpu") if variant.solve and lin.startswith("grid") else None
-    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, grid)
+    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, grid, notes)
 
 
 # bytes per masked pixel: measured peaks, raised ~15-20 % (studies/memory-estimate/;
