@@ -196,6 +196,16 @@ def test_fused_kernels_compute_the_torch_passes(interpreted_kernels):
     _check_fused_agrees("cpu")
 
 
+def test_fused_kernels_refuse_strided_images(interpreted_kernels):
+    """They index images as flat arrays: a view with gaps would be read wrongly."""
+    x = torch.zeros((6, 8), dtype=torch.float64)
+    wide = torch.ones((6, 16), dtype=torch.float64)[:, ::2]
+    with pytest.raises(ValueError, match="contiguous"):
+        interpreted_kernels.half_sweep(x, wide, wide, wide, wide, 0)
+    with pytest.raises(ValueError, match="contiguous"):
+        interpreted_kernels.apply(torch.empty_like(x), x, x, x, x, b=wide)
+
+
 def test_kernels_that_cannot_compile_leave_the_torch_passes(interpreted_kernels, monkeypatch):
     """Triton needs a C compiler for its launcher: where a first launch fails, the grid
     runs its torch passes (the same cycle) instead of failing the call."""

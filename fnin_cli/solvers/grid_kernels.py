@@ -89,7 +89,10 @@ if triton is not None:
         tl.store(out_ptr + offs, acc, mask=m)
 
 
-def _grid(n: int):
+def _grid(n: int, *images):
+    # the kernels index images as flat arrays: a strided view would be read wrongly
+    if not all(t.is_contiguous() for t in images):
+        raise ValueError("grid kernels need contiguous images")
     return (triton.cdiv(n, BLOCK),)
 
 
@@ -97,12 +100,13 @@ def half_sweep(x, b, ch, cv, inv_diag, parity: int) -> None:
     """Gauss-Seidel on the pixels with (row + column) % 2 == ``parity``, x in place:
     x = (b + couplings times neighbours) / diag there (neighbours have the other colour)."""
     h, w = x.shape
-    _half_sweep_kernel[_grid(h * w)](x, b, ch, cv, inv_diag, h, w, parity, BLOCK=BLOCK)
+    _half_sweep_kernel[_grid(h * w, x, b, ch, cv, inv_diag)](x, b, ch, cv, inv_diag, h, w, parity, BLOCK=BLOCK)
 
 
 def apply(out, x, diag, ch, cv, b=None):
     """``out = A x`` (``b`` None) or ``out = b - A x``, A the 5-point stencil; returns out."""
     h, w = x.shape
-    _apply_kernel[_grid(h * w)](out, x if b is None else b, x, diag, ch, cv, h, w,
-                                HAS_B=b is not None, BLOCK=BLOCK)
+    images = (out, x, diag, ch, cv) + (() if b is None else (b,))
+    _apply_kernel[_grid(h * w, *images)](out, x if b is None else b, x, diag, ch, cv, h, w,
+                                         HAS_B=b is not None, BLOCK=BLOCK)
     return out
