@@ -49,6 +49,9 @@ class SolverConfig:
     # AMG on the CPU: 5.4x faster at 24 MP, 2.1x at 0.75 M, 2.4x slower on DiLiGenT's
     # objects; None: never (docs/decisions.md#grid-on-gpu)
     gpu_grid_pixels: int | None = 500_000
+    # the grid V-cycle's coarse correction scaled up: its piecewise-constant prolongation
+    # under-corrects smooth error (docs/decisions.md#grid-on-gpu)
+    grid_coarse_scale: float = 1.5
     # wls: one smooth solve, to near-exactness
     wls_rtol: float = 1e-8
 

@@ -215,7 +215,8 @@ def integrate(
 
             try:
                 r = grid_rounds(system, z, k, lam_sys, z, rounds.max_rounds, rounds.tol, rounds.inner_rtol,
-                                config.solver.maxiter, bias, out.grid_device, callback)
+                                config.solver.maxiter, bias, out.grid_device, callback,
+                                config.solver.grid_coarse_scale)
             except Exception as exc:
                 if not out_of_memory(exc):
                     raise

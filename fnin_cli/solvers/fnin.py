@@ -49,7 +49,8 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
         z_r = system.at_pixels(z_img)
         if variant.bini_weights:
             weights = bini_weights(system, z_r, config.solver.k)
-        z, weights = stage2(system, z_r, weights, lam, lin, own_rtol if rtol is None else rtol, maxiter, hierarchy)
+        z, weights = stage2(system, z_r, weights, lam, lin, own_rtol if rtol is None else rtol, maxiter, hierarchy,
+                            config.solver.grid_coarse_scale)
         seconds["solve"] = time.perf_counter() - t2
     disc = system.at_pixels(om_img) if om_img is not None and not variant.bini_weights else None
     return z, weights, disc, seconds, p_img

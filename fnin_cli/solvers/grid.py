@@ -32,10 +32,6 @@ from .system import DIRECTIONS, NormalSystem
 
 # the coarsest grid has at most this many pixels; it is solved densely (its inverse)
 COARSEST = 1024
-# the coarse-grid correction scaled up: piecewise-constant prolongation under-corrects
-# smooth error (Stage II on a 47k-pixel view: 62 PCG iterations against 92 at 1.0, 86 at
-# 1.8; docs/decisions.md#grid-on-gpu)
-COARSE_SCALE = 1.5
 # red-black Gauss-Seidel sweeps before and after each coarse correction (2: 42 iterations
 # against 62 with 1, in less time)
 SWEEPS = 2
@@ -148,17 +144,18 @@ class GridSystem:
         tv = (w["v+"] * self.a_v * self.ny + _down(w["v-"] * self.a_v * self.ny)) * self.ev
         return th - _shift_right(th) + tv - _shift_down(tv)
 
-    def solve(self, w: dict, lam: float, z_prior, x0, rtol: float, maxiter: int):
+    def solve(self, w: dict, lam: float, z_prior, x0, rtol: float, maxiter: int,
+              coarse_scale: float = DEFAULT.solver.grid_coarse_scale):
         """Minimise the weighted objective with images ``w`` (:meth:`weights_images`),
         prior image ``z_prior``, start ``x0``; tolerance relative to the data part of the
-        right-hand side, as :meth:`NormalSystem.solve`. Returns (z image, iterations,
-        relative residual)."""
+        right-hand side, as :meth:`NormalSystem.solve`; ``coarse_scale``: the
+        :class:`Multigrid`'s. Returns (z image, iterations, relative residual)."""
         A = self.stencil(w, lam)
         b = self.rhs(w)
         ref = float(_norm(b))
         if z_prior is not None and lam:
             b = b + lam * z_prior * self.active
-        return pcg(A, b, x0, Multigrid(A).vcycle, rtol, maxiter, ref)
+        return pcg(A, b, x0, Multigrid(A, coarse_scale).vcycle, rtol, maxiter, ref)
 
 
 class Stencil:
@@ -258,7 +255,7 @@ class Multigrid:
     hundred-odd small launches then cost no Python; None: on CUDA).
     """
 
-    def __init__(self, A: Stencil, coarse_scale: float = COARSE_SCALE, sweeps: int = SWEEPS,
+    def __init__(self, A: Stencil, coarse_scale: float = DEFAULT.solver.grid_coarse_scale, sweeps: int = SWEEPS,
                  graph: bool | None = None):
         self.coarse_scale, self.sweeps = coarse_scale, sweeps
         # float64 throughout: a float32 cycle took 3.2x the time at 24 MP (the Galerkin
@@ -418,25 +415,27 @@ def out_of_memory(exc: BaseException) -> bool:
 
 
 def grid_solve(system: NormalSystem, weights: dict | None, lam: float, z_prior: np.ndarray | None,
-               x0: np.ndarray | None, rtol: float, maxiter: int, device: str) -> tuple[np.ndarray, SolveInfo]:
+               x0: np.ndarray | None, rtol: float, maxiter: int, device: str,
+               coarse_scale: float = DEFAULT.solver.grid_coarse_scale) -> tuple[np.ndarray, SolveInfo]:
     """:meth:`NormalSystem.solve` on the grid on ``device`` (Stage II's ``grid:DEVICE``,
-    :func:`~fnin_cli.solvers.stage2.stage2`)."""
+    :func:`~fnin_cli.solvers.stage2.stage2`); ``coarse_scale``: the V-cycle's."""
     t0 = time.perf_counter()
     grid = GridSystem(system, device)
     prior = None if z_prior is None else grid.image(z_prior)
     start = grid.image(x0) if x0 is not None else (prior if prior is not None else grid.image(np.zeros(system.n)))
     t1 = time.perf_counter()
-    z, it, res = grid.solve(grid.weights_images(weights), lam, prior, start, rtol, maxiter)
+    z, it, res = grid.solve(grid.weights_images(weights), lam, prior, start, rtol, maxiter, coarse_scale)
     out = grid.vector(z)
     return out, SolveInfo(f"grid:{device}", it, res, t1 - t0, time.perf_counter() - t1)
 
 
 def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, lam: float, z_prior: np.ndarray,
                 max_iter: int, tol: float, cg_rtol: float, cg_maxiter: int = DEFAULT.solver.maxiter,
-                bias: dict | None = None, device: str = "cpu", callback=None):
+                bias: dict | None = None, device: str = "cpu", callback=None,
+                coarse_scale: float = DEFAULT.solver.grid_coarse_scale):
     """BiNI's rounds (:func:`~fnin_cli.solvers.bini.integrate_bini`: same weights, energy
     and stopping rules) with every round's weights, energy and solve on the grid on
-    ``device``. Returns an :class:`~fnin_cli.solvers.bini.IntegrationResult` whose z and
+    ``device`` (``coarse_scale``: the V-cycle's). Returns an :class:`~fnin_cli.solvers.bini.IntegrationResult` whose z and
     weights are the system's numpy vectors."""
     t0 = time.perf_counter()
     grid = GridSystem(system, device)
@@ -444,7 +443,7 @@ def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, lam: float, z_pr
     b = None if bias is None else {a: grid.image(bias[a]) for a in ("u", "v")}
 
     def solve(z, w):
-        z_new, iterations, _ = grid.solve(w, lam, prior, z, cg_rtol, cg_maxiter)
+        z_new, iterations, _ = grid.solve(w, lam, prior, z, cg_rtol, cg_maxiter, coarse_scale)
         return z_new, iterations
 
     z, w, it, history = irls_rounds(solve, lambda z: grid.bini_weights_and_energy(z, k, b), grid.image(z0),

@@ -171,15 +171,17 @@ def model_weights(system: NormalSystem, p_img, omega_img, one_shot: OneShotConfi
 
 def stage2(system: NormalSystem, z_r: np.ndarray, weights: dict, lam: float = DEFAULT.solver.lam,
            solver: str = "amg", rtol: float = DEFAULT.one_shot.solve_rtol, maxiter: int = DEFAULT.solver.maxiter,
-           hierarchy: AMGCache | None = None) -> tuple:
+           hierarchy: AMGCache | None = None, coarse_scale: float = DEFAULT.solver.grid_coarse_scale) -> tuple:
     """One WLS solve with ``weights`` and the prior z_R, warm-started at z_R: the
     network's (:func:`model_weights`; fnin), or BiNI's from z_R
     (:func:`~fnin_cli.solvers.bini.bini_weights`; fnin-s). ``hierarchy``: see
-    :func:`~fnin_cli.solvers.linear.solve_spd`. Returns (z, weights)."""
+    :func:`~fnin_cli.solvers.linear.solve_spd`; ``coarse_scale``: the grid V-cycle's
+    (``grid:`` solvers). Returns (z, weights)."""
     if solver.startswith("grid"):
         from .grid import grid_solve   # torch: only for this solver
 
-        z, _ = grid_solve(system, weights, lam, z_r, z_r, rtol, maxiter, solver.partition(":")[2] or "cpu")
+        z, _ = grid_solve(system, weights, lam, z_r, z_r, rtol, maxiter, solver.partition(":")[2] or "cpu",
+                          coarse_scale)
         return z, weights
     z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol, maxiter=maxiter,
                         hierarchy=hierarchy)
