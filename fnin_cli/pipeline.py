@@ -71,7 +71,8 @@ class Result:
             found = []
             if self.pieces_from is not None:
                 system, weights, placed, pinned = self.pieces_from
-                found = loose_pieces(system, weights, placed=placed)
+                with kept_heap():    # the components' arrays (docs/decisions.md#kept-heap)
+                    found = loose_pieces(system, weights, placed=placed)
                 ids = np.zeros(system.n, np.int32)
                 for piece in found:
                     ids[piece.pop("labels")] = piece["id"]
@@ -196,69 +197,69 @@ def integrate(
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     notes = list(out.warnings)
     seconds.update(out.seconds)
-    refined = 0
-    if rounds.max_rounds:
-        t1 = time.perf_counter()
-        if stage is not None:
-            stage("refine", 0, rounds.max_rounds)
-        # the prior stays at the rounds' start: free offsets stay where the method put them
-        # (docs/decisions.md#refine-prior).
-        bias, k = rounds_prior(system, out.edge_p, config)
-        if rounds_bias is not None and bias is not None:
-            bias = rounds_bias(system, bias)
-        callback = (lambda i, e, z: progress(i)) if progress else None
-        r = None
-        if out.grid_device is not None and rounds_stop is None and rounds_adjust is None:
-            # Stage II ran on the grid (a GPU): so do the rounds, weights and energy included
-            # (docs/decisions.md#grid-on-gpu)
-            from .solvers.grid import OUT_OF_MEMORY, grid_rounds, out_of_memory
+    # the rounds and what follows them free and allocate arrays of the map's size over and
+    # over: keep their pages mapped (docs/decisions.md#kept-heap)
+    with kept_heap():
+        refined = 0
+        if rounds.max_rounds:
+            t1 = time.perf_counter()
+            if stage is not None:
+                stage("refine", 0, rounds.max_rounds)
+            # the prior stays at the rounds' start: free offsets stay where the method put them
+            # (docs/decisions.md#refine-prior).
+            bias, k = rounds_prior(system, out.edge_p, config)
+            if rounds_bias is not None and bias is not None:
+                bias = rounds_bias(system, bias)
+            callback = (lambda i, e, z: progress(i)) if progress else None
+            r = None
+            if out.grid_device is not None and rounds_stop is None and rounds_adjust is None:
+                # Stage II ran on the grid (a GPU): so do the rounds, weights and energy included
+                # (docs/decisions.md#grid-on-gpu)
+                from .solvers.grid import OUT_OF_MEMORY, grid_rounds, out_of_memory
 
-            try:
-                r = grid_rounds(system, z, k, lam_sys, z, rounds.max_rounds, rounds.tol, rounds.inner_rtol,
-                                config.solver.maxiter, bias, out.grid_device, callback,
-                                config.solver.grid_coarse_scale)
-            except Exception as exc:
-                if not out_of_memory(exc):
-                    raise
-                notes.append(OUT_OF_MEMORY)   # the rounds on the CPU, below
-        if r is None:
-            # each round frees and allocates arrays of the map's size: keep their pages mapped
-            # (docs/decisions.md#kept-heap)
-            with kept_heap():
+                try:
+                    r = grid_rounds(system, z, k, lam_sys, z, rounds.max_rounds, rounds.tol, rounds.inner_rtol,
+                                    config.solver.maxiter, bias, out.grid_device, callback,
+                                    config.solver.grid_coarse_scale)
+                except Exception as exc:
+                    if not out_of_memory(exc):
+                        raise
+                    notes.append(OUT_OF_MEMORY)   # the rounds on the CPU, below
+            if r is None:
                 r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
                                    tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
                                    solver=rounds.solver, hierarchy=hierarchy, callback=callback, bias=bias,
                                    stop=rounds_stop if bias is not None else None,
                                    adjust=(rounds_adjust(z, system) if rounds_adjust is not None and bias is not None
                                            else None))
-        z, weights, refined = r.z, r.weights, r.iterations
-        if bias is not None and rounds.reattach_pixels:
-            # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to
-            # its neighbours (docs/decisions.md#sliver-reattach)
-            z, _ = reattach_slivers(system, z, weights, max_pixels=rounds.reattach_pixels)
-        seconds["refine"] = time.perf_counter() - t1
-        iterations += r.iterations
-    if discontinuity is None or refined:
-        discontinuity = weights_to_discontinuity(weights, system.n)
-    pins = depth_pins(depth_at)
-    pinned = {}
-    if len(pins) > 1:
-        z, pinned = _pin(system, z, weights, pins, inp.camera)
-    zimg = system.to_image(z)
-    depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
-    placed = f"by the weak links across its cuts ({method}{' and its rounds' if refined else ''})"
-    seconds["total"] = time.perf_counter() - t0
-    warnings = list(inp.warnings) + [for_caller(n) for n in notes]
-    warn(notes)
-    frac = jump_fraction(system, z)
-    if frac > 0.25:
-        warnings.append(for_caller(
-            f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
-            f"wrong convention? {conventions.FLIP_HINT}"))
-        warn(warnings[-1:])
-    return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
-                  inp.mask, method, seconds, note, zimg, iterations, warnings, refined,
-                  (system, weights, placed, pinned))
+            z, weights, refined = r.z, r.weights, r.iterations
+            if bias is not None and rounds.reattach_pixels:
+                # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to
+                # its neighbours (docs/decisions.md#sliver-reattach)
+                z, _ = reattach_slivers(system, z, weights, max_pixels=rounds.reattach_pixels)
+            seconds["refine"] = time.perf_counter() - t1
+            iterations += r.iterations
+        if discontinuity is None or refined:
+            discontinuity = weights_to_discontinuity(weights, system.n)
+        pins = depth_pins(depth_at)
+        pinned = {}
+        if len(pins) > 1:
+            z, pinned = _pin(system, z, weights, pins, inp.camera)
+        zimg = system.to_image(z)
+        depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
+        placed = f"by the weak links across its cuts ({method}{' and its rounds' if refined else ''})"
+        seconds["total"] = time.perf_counter() - t0
+        warnings = list(inp.warnings) + [for_caller(n) for n in notes]
+        warn(notes)
+        frac = jump_fraction(system, z)
+        if frac > 0.25:
+            warnings.append(for_caller(
+                f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
+                f"wrong convention? {conventions.FLIP_HINT}"))
+            warn(warnings[-1:])
+        return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
+                      inp.mask, method, seconds, note, zimg, iterations, warnings, refined,
+                      (system, weights, placed, pinned))
 
 
 def depth_pins(depth_at) -> list:

@@ -11,6 +11,7 @@ import time
 from ..config import DEFAULT, FninVariant, IntegrationConfig
 from ..model.inference import network_outputs
 from ..model.weights import load_model, resolve_device
+from ..resources import kept_heap
 from .bini import bini_weights
 from .linear import AMGCache
 from .stage2 import model_weights, pick_solver, stage2
@@ -38,19 +39,22 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
     seconds["network"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     weights = None
-    if not variant.bini_weights:
-        weights = model_weights(system, p_img, om_img, config.one_shot)
-    if not variant.solve:
-        z = system.at_pixels(z_img)
-    else:
-        if stage is not None:
-            stage("solve", None, None)
-        lin, own_rtol, maxiter = pick_solver(solver, config, net_device, system.n)
-        z_r = system.at_pixels(z_img)
-        if variant.bini_weights:
-            weights = bini_weights(system, z_r, config.solver.k)
-        z, weights = stage2(system, z_r, weights, lam, lin, own_rtol if rtol is None else rtol, maxiter, hierarchy,
-                            config.solver.grid_coarse_scale)
-        seconds["solve"] = time.perf_counter() - t2
+    # Stage II frees and allocates arrays of the map's size over and over: keep their pages
+    # mapped (not around the network, which it slows; docs/decisions.md#kept-heap)
+    with kept_heap():
+        if not variant.bini_weights:
+            weights = model_weights(system, p_img, om_img, config.one_shot)
+        if not variant.solve:
+            z = system.at_pixels(z_img)
+        else:
+            if stage is not None:
+                stage("solve", None, None)
+            lin, own_rtol, maxiter = pick_solver(solver, config, net_device, system.n)
+            z_r = system.at_pixels(z_img)
+            if variant.bini_weights:
+                weights = bini_weights(system, z_r, config.solver.k)
+            z, weights = stage2(system, z_r, weights, lam, lin, own_rtol if rtol is None else rtol, maxiter,
+                                hierarchy, config.solver.grid_coarse_scale)
+            seconds["solve"] = time.perf_counter() - t2
     disc = system.at_pixels(om_img) if om_img is not None and not variant.bini_weights else None
     return z, weights, disc, seconds, p_img
