@@ -35,6 +35,7 @@ COARSEST = 1024
 # red-black Gauss-Seidel sweeps before and after each coarse correction (2: 42 iterations
 # against 62 with 1, in less time)
 SWEEPS = 2
+RED, BLACK = 0, 1     # a pixel's colour: (row + column) % 2
 
 
 class GridSystem:
@@ -260,12 +261,13 @@ class Multigrid:
         self.coarse_scale, self.sweeps = coarse_scale, sweeps
         # float64 throughout: a float32 cycle took 3.2x the time at 24 MP (the Galerkin
         # diagonals cancel; docs/decisions.md#grid-on-gpu)
+        self.shape = A.diag.shape
         levels = [A]
         while levels[-1].diag.numel() > COARSEST and min(levels[-1].diag.shape) > 1:
+            h, w = levels[-1].diag.shape      # stored with even sides, then coarsened
+            levels[-1] = levels[-1].padded(h + h % 2, w + w % 2)
             levels.append(levels[-1].coarsened())
-        self.shape = A.diag.shape
-        self.levels = [L.padded(L.diag.shape[0] + L.diag.shape[0] % 2, L.diag.shape[1] + L.diag.shape[1] % 2)
-                       for L in levels[:-1]] + [levels[-1]]
+        self.levels = levels
         # the coarsest grid's inverse, symmetrised: a product (no solver call) is what a
         # CUDA graph can record
         inv = torch.cholesky_inverse(torch.linalg.cholesky(levels[-1].dense()))
@@ -324,14 +326,13 @@ class Multigrid:
             x = (self.coarse_inverse @ b.reshape(-1, 1)).reshape(b.shape)
             return x * L.active
         x, t = self.work[i]
-        red, black = self.red[i], self.black[i]
         # the first half-sweep starts from x = 0: x = b / diag on red, 0 on black
         torch.mul(b, L.inv_diag, out=t)
-        torch.where(red, t, self.zero, out=x)
-        self._half_sweep(L, x, b, t, black, 1)
+        torch.where(self.red[i], t, self.zero, out=x)
+        self._half_sweep(i, x, b, BLACK)
         for _ in range(self.sweeps - 1):
-            self._half_sweep(L, x, b, t, red, 0)
-            self._half_sweep(L, x, b, t, black, 1)
+            self._half_sweep(i, x, b, RED)
+            self._half_sweep(i, x, b, BLACK)
         # residual, restricted (sums over 2x2 blocks), corrected from the coarser grid
         L.residual(b, x, t)
         H, W = t.shape[0] // 2, t.shape[1] // 2
@@ -343,25 +344,25 @@ class Multigrid:
         ec = self._cycle(i + 1, rc)[:H, :W]
         x.view(H, 2, W, 2).addcmul_(ec[:, None, :, None], self.scaled_active[i].view(H, 2, W, 2))
         for _ in range(self.sweeps):
-            self._half_sweep(L, x, b, t, black, 1)
-            self._half_sweep(L, x, b, t, red, 0)
+            self._half_sweep(i, x, b, BLACK)
+            self._half_sweep(i, x, b, RED)
         return x
 
-    @staticmethod
-    def _half_sweep(L: Stencil, x, b, t, colour, parity: int):
-        """Gauss-Seidel on the pixels of one ``colour`` ((row + column) % 2 == ``parity``;
-        x in place, t: work image)."""
+    def _half_sweep(self, i: int, x, b, parity: int):
+        """Gauss-Seidel at level ``i`` on the pixels with (row + column) % 2 == ``parity``
+        (x in place; the level's second work image as scratch)."""
+        L = self.levels[i]
         if L.fused:
             grid_kernels.half_sweep(x, b, L.ch, L.cv, L.inv_diag, parity)
             return
-        ch, cv = L.ch, L.cv
+        t, ch, cv = self.work[i][1], L.ch, L.cv
         torch.addcmul(b[:, :-1], ch[:, :-1], x[:, 1:], out=t[:, :-1])   # b + right neighbour
         t[:, -1].copy_(b[:, -1])
         t[:, 1:].addcmul_(ch[:, :-1], x[:, :-1])
         t[:-1].addcmul_(cv[:-1], x[1:])
         t[1:].addcmul_(cv[:-1], x[:-1])
         t.mul_(L.inv_diag)
-        torch.where(colour, t, x, out=x)
+        torch.where(self.red[i] if parity == RED else self.black[i], t, x, out=x)
 
 
 def _dot(a, b):
