@@ -131,6 +131,30 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
     assert res <= 1e-8 and it_amg <= 25 and it_jac > 5 * it_amg
 
 
+def test_prolongator_smoothing_uses_the_gershgorin_bound_of_abs_a():
+    """With no power iteration the prolongator's smoothing step is omega / rho with rho the
+    Gershgorin bound max_i sum_j |a_ij| / a_ii: of |A|, whose row sums the off-diagonal
+    couplings (negative here) would otherwise cancel. The bound is computed on |A| sharing
+    A's index arrays, and A itself is left as it was."""
+    import scipy.sparse as sp
+    from pyamg.aggregation import fit_candidates, standard_aggregation
+
+    from fnin_cli.solvers.linear import SA_OMEGA, SA_THETA, _strength_pattern, sa_hierarchy
+
+    s, _ = _system(seed=5, size=40)
+    w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
+    A = s.matrix(w, 1e-9 * s.camera.focal ** 2)
+    before = A.copy()
+    P = sa_hierarchy(A, power_steps=0).levels[0].P
+    assert (A != before).nnz == 0 and A.data.min() < 0
+    agg, _ = standard_aggregation(_strength_pattern(A, SA_THETA))
+    T = sp.csr_matrix(fit_candidates(agg, np.ones((s.n, 1)))[0])
+    dinv = 1.0 / A.diagonal()
+    rho = np.max(dinv * np.abs(A.toarray()).sum(axis=1))
+    P_ref = T - sp.diags(dinv * SA_OMEGA / rho) @ (A @ T)
+    assert abs(P - P_ref).max() <= 1e-14 * abs(P_ref).max()
+
+
 @pytest.mark.parametrize("sweeps", ["symmetric", "one-each"])
 def test_amg_v_cycle_is_symmetric_positive_definite(monkeypatch, sweeps):
     """PCG needs a symmetric positive-definite preconditioner: the V-cycle's pre- and
