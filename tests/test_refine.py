@@ -106,6 +106,32 @@ def test_default_builds_one_amg_hierarchy_for_stage2_and_its_rounds(monkeypatch)
     assert len(built) == 1 and tols == [cfg.one_shot.solve_rtol]
 
 
+def test_rebuild_after_zero_builds_a_hierarchy_for_every_round(monkeypatch):
+    """RoundsConfig.rebuild_after = 0: every round builds its own AMG hierarchy for its
+    matrix, so Stage II keeps none for them (its solve still stops at stage2_rtol): one
+    build for Stage II and one per round that iterated, none refreshed or patched."""
+    from fnin_cli.solvers import linear
+
+    cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, rebuild_after=0))
+    built, patched, tols = [], [], []
+    real_build, real_solve = linear.sa_hierarchy, linear.solve_spd
+    monkeypatch.setattr(linear, "sa_hierarchy", lambda A, **kw: built.append(A.shape) or real_build(A, **kw))
+    for name in ("refreshed", "with_finest"):
+        real = getattr(linear.Hierarchy, name)
+        monkeypatch.setattr(linear.Hierarchy, name, lambda self, A, _r=real: patched.append(1) or _r(self, A))
+
+    def solve_spy(A, b, x0, method="amg", rtol=1e-6, *args, **kw):
+        tols.append((rtol, kw.get("hierarchy")))
+        return real_solve(A, b, x0, method, rtol, *args, **kw)
+
+    monkeypatch.setattr("fnin_cli.solvers.system.solve_spd", solve_spy)
+    inp, _, _, _ = _step_system()
+    res = integrate(inp, device="cpu", config=cfg)
+    assert res.rounds >= 2 and not patched
+    assert tols[0] == (cfg.rounds.stage2_rtol, None)
+    assert len(built) == len(tols) == 1 + res.rounds
+
+
 def test_hierarchy_with_only_its_finest_operator_replaced_still_solves_the_new_system():
     """with_finest keeps the coarse operators of the old weights: the V-cycle is still
     symmetric positive definite and PCG reaches the new system's solution."""
