@@ -190,7 +190,8 @@ def integrate(
     if stage is not None:
         stage("network" if m.needs_network else "solve", None, None)
     rounds = m.rounds(config, refine)
-    hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
+    hierarchy = (AMGCache(rounds.refresh_every, rounds.rebuild_after, rounds.rebuild_all_after)
+                 if rounds.max_rounds else None)
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
     # rebuild_after 0: every round builds its own hierarchy, so Stage II keeps none for them
     keep = hierarchy if shared and rounds.rebuild_after != 0 else None

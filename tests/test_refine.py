@@ -215,6 +215,52 @@ def test_amg_cache_rebuilds_after_a_solve_that_took_too_many_iterations():
     assert h.rebuild is False
 
 
+def test_amg_cache_builds_every_later_hierarchy_once_a_kept_one_was_slow(monkeypatch):
+    """AMGCache(rebuild_all_after=s): a solve on a freshly built hierarchy never counts; once
+    a solve on a kept (refreshed or patched) one took more than s iterations, every later
+    solve builds a fresh hierarchy."""
+    import scipy.sparse as sp
+
+    from fnin_cli.solvers import linear
+
+    built = []
+    real = linear.sa_hierarchy
+    monkeypatch.setattr(linear, "sa_hierarchy", lambda A: built.append(1) or real(A))
+    A = sp.diags([-1.0, 2.01, -1.0], [-1, 0, 1], shape=(400, 400), format="csr")
+    h = AMGCache(refresh_every=1, rebuild_all_after=12)
+    h.hierarchy_for(A)
+    h.after_solve(40)                       # fresh: does not count
+    h.hierarchy_for(A)
+    h.after_solve(12)                       # kept, not more than 12
+    assert len(built) == 1 and not h.rebuild_all
+    h.hierarchy_for(A)
+    h.after_solve(13)                       # kept and slow
+    assert h.rebuild_all and len(built) == 1
+    for _ in range(3):
+        h.hierarchy_for(A)
+        h.after_solve(0)
+    assert len(built) == 4
+    h = AMGCache(refresh_every=1)           # None: never
+    h.hierarchy_for(A)
+    h.hierarchy_for(A)
+    h.after_solve(10_000)
+    assert not h.rebuild_all
+
+
+def test_rebuild_all_after_reaches_the_rounds(monkeypatch):
+    """RoundsConfig.rebuild_all_after reaches the rounds' AMGCache: with 0, the first round
+    (on Stage II's refreshed hierarchy) iterates, so every later round builds its own."""
+    from fnin_cli.solvers import linear
+
+    cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, rebuild_after=None, rebuild_all_after=0))
+    built = []
+    real_build = linear.sa_hierarchy
+    monkeypatch.setattr(linear, "sa_hierarchy", lambda A, **kw: built.append(A.shape) or real_build(A, **kw))
+    inp, _, _, _ = _step_system()
+    res = integrate(inp, device="cpu", config=cfg)
+    assert res.rounds >= 3 and len(built) == res.rounds      # Stage II's, then rounds 2..n
+
+
 def test_with_finest_on_a_one_level_hierarchy_factors_the_new_matrix():
     """A system of at most SA_MAX_COARSE unknowns is one level, solved by LU: replacing its
     operator must replace the factorisation too (the V-cycle is then the exact inverse)."""
