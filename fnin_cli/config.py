@@ -97,12 +97,8 @@ class RoundsConfig:
     # finest every round (docs/decisions.md#refresh-every)
     refresh_every: int | None = 3
     # a round that took more than this many PCG iterations has the next build a fresh AMG
-    # hierarchy; 0: every round builds one (Stage II keeps none for them); None: never
-    # (docs/decisions.md#rounds-rebuild)
+    # hierarchy; None: never (docs/decisions.md#rounds-rebuild)
     rebuild_after: int | None = 8
-    # once a round on a kept (refreshed or patched) hierarchy took more than this many PCG
-    # iterations, every later round builds its own; None: never (docs/decisions.md#rounds-rebuild)
-    rebuild_all_after: int | None = None
     # Stage II before rounds solves to this and the rounds refresh its hierarchy; None: it
     # solves as the one-shot does and the rounds build their own (docs/decisions.md#stage2-before-rounds)
     stage2_rtol: float | None = 1e-3

@@ -190,13 +190,10 @@ def integrate(
     if stage is not None:
         stage("network" if m.needs_network else "solve", None, None)
     rounds = m.rounds(config, refine)
-    hierarchy = (AMGCache(rounds.refresh_every, rounds.rebuild_after, rounds.rebuild_all_after)
-                 if rounds.max_rounds else None)
+    hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
-    # rebuild_after 0: every round builds its own hierarchy, so Stage II keeps none for them
-    keep = hierarchy if shared and rounds.rebuild_after != 0 else None
     out = m.run(system, inp, RunArgs(lam_sys, config, solver, device, model, progress, stage,
-                                     rounds.stage2_rtol if shared else None, keep))
+                                     rounds.stage2_rtol if shared else None, hierarchy if shared else None))
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     notes = list(out.warnings)
     seconds.update(out.seconds)

@@ -106,32 +106,6 @@ def test_default_builds_one_amg_hierarchy_for_stage2_and_its_rounds(monkeypatch)
     assert len(built) == 1 and tols == [cfg.one_shot.solve_rtol]
 
 
-def test_rebuild_after_zero_builds_a_hierarchy_for_every_round(monkeypatch):
-    """RoundsConfig.rebuild_after = 0: every round builds its own AMG hierarchy for its
-    matrix, so Stage II keeps none for them (its solve still stops at stage2_rtol): one
-    build for Stage II and one per round that iterated, none refreshed or patched."""
-    from fnin_cli.solvers import linear
-
-    cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, rebuild_after=0))
-    built, patched, tols = [], [], []
-    real_build, real_solve = linear.sa_hierarchy, linear.solve_spd
-    monkeypatch.setattr(linear, "sa_hierarchy", lambda A, **kw: built.append(A.shape) or real_build(A, **kw))
-    for name in ("refreshed", "with_finest"):
-        real = getattr(linear.Hierarchy, name)
-        monkeypatch.setattr(linear.Hierarchy, name, lambda self, A, _r=real: patched.append(1) or _r(self, A))
-
-    def solve_spy(A, b, x0, method="amg", rtol=1e-6, *args, **kw):
-        tols.append((rtol, kw.get("hierarchy")))
-        return real_solve(A, b, x0, method, rtol, *args, **kw)
-
-    monkeypatch.setattr("fnin_cli.solvers.system.solve_spd", solve_spy)
-    inp, _, _, _ = _step_system()
-    res = integrate(inp, device="cpu", config=cfg)
-    assert res.rounds >= 2 and not patched
-    assert tols[0] == (cfg.rounds.stage2_rtol, None)
-    assert len(built) == len(tols) == 1 + res.rounds
-
-
 def test_hierarchy_with_only_its_finest_operator_replaced_still_solves_the_new_system():
     """with_finest keeps the coarse operators of the old weights: the V-cycle is still
     symmetric positive definite and PCG reaches the new system's solution."""
@@ -213,52 +187,6 @@ def test_amg_cache_rebuilds_after_a_solve_that_took_too_many_iterations():
     h = AMGCache(rebuild_after=None)
     h.after_solve(500)
     assert h.rebuild is False
-
-
-def test_amg_cache_builds_every_later_hierarchy_once_a_kept_one_was_slow(monkeypatch):
-    """AMGCache(rebuild_all_after=s): a solve on a freshly built hierarchy never counts; once
-    a solve on a kept (refreshed or patched) one took more than s iterations, every later
-    solve builds a fresh hierarchy."""
-    import scipy.sparse as sp
-
-    from fnin_cli.solvers import linear
-
-    built = []
-    real = linear.sa_hierarchy
-    monkeypatch.setattr(linear, "sa_hierarchy", lambda A: built.append(1) or real(A))
-    A = sp.diags([-1.0, 2.01, -1.0], [-1, 0, 1], shape=(400, 400), format="csr")
-    h = AMGCache(refresh_every=1, rebuild_all_after=12)
-    h.hierarchy_for(A)
-    h.after_solve(40)                       # fresh: does not count
-    h.hierarchy_for(A)
-    h.after_solve(12)                       # kept, not more than 12
-    assert len(built) == 1 and not h.rebuild_all
-    h.hierarchy_for(A)
-    h.after_solve(13)                       # kept and slow
-    assert h.rebuild_all and len(built) == 1
-    for _ in range(3):
-        h.hierarchy_for(A)
-        h.after_solve(0)
-    assert len(built) == 4
-    h = AMGCache(refresh_every=1)           # None: never
-    h.hierarchy_for(A)
-    h.hierarchy_for(A)
-    h.after_solve(10_000)
-    assert not h.rebuild_all
-
-
-def test_rebuild_all_after_reaches_the_rounds(monkeypatch):
-    """RoundsConfig.rebuild_all_after reaches the rounds' AMGCache: with 0, the first round
-    (on Stage II's refreshed hierarchy) iterates, so every later round builds its own."""
-    from fnin_cli.solvers import linear
-
-    cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, rebuild_after=None, rebuild_all_after=0))
-    built = []
-    real_build = linear.sa_hierarchy
-    monkeypatch.setattr(linear, "sa_hierarchy", lambda A, **kw: built.append(A.shape) or real_build(A, **kw))
-    inp, _, _, _ = _step_system()
-    res = integrate(inp, device="cpu", config=cfg)
-    assert res.rounds >= 3 and len(built) == res.rounds      # Stage II's, then rounds 2..n
 
 
 def test_with_finest_on_a_one_level_hierarchy_factors_the_new_matrix():

@@ -238,9 +238,7 @@ class AMGCache:
     replace the finest operator alone (:meth:`Hierarchy.with_finest`); with None none
     refreshes the coarse ones (docs/decisions.md#refresh-every). With ``rebuild_after =
     m`` a solve that took more than m PCG iterations has the next one build a fresh
-    hierarchy (:meth:`after_solve`; docs/decisions.md#rounds-rebuild). With
-    ``rebuild_all_after = s``, once a solve on a kept (refreshed or patched) hierarchy
-    took more than s iterations, every later solve builds a fresh one.
+    hierarchy (:meth:`after_solve`; docs/decisions.md#rounds-rebuild).
 
     Examples
     --------
@@ -251,23 +249,18 @@ class AMGCache:
     (1, True)
     """
 
-    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None,
-                 rebuild_all_after: int | None = None):
+    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None):
         self.refresh_every = refresh_every
         self.rebuild_after = rebuild_after
-        self.rebuild_all_after = rebuild_all_after
         self.hierarchy: Hierarchy | None = None   # the kept hierarchy (None: none built yet)
         self.calls = 0                            # solves that used this cache
         self.rebuild = False                      # the next solve builds a fresh hierarchy
-        self.rebuild_all = False                  # every later solve builds a fresh hierarchy
-        self.fresh = False                        # the last solve's hierarchy was built for it
 
     def hierarchy_for(self, A) -> "Hierarchy":
         """The hierarchy for this solve's matrix ``A`` (built, refreshed or with its finest
         operator replaced, as the class says), kept for the next call."""
         ml, calls, every = self.hierarchy, self.calls, self.refresh_every
-        self.fresh = ml is None or self.rebuild or self.rebuild_all
-        if self.fresh:
+        if ml is None or self.rebuild:
             self.rebuild = False
             ml = sa_hierarchy(A)
         elif every and (calls - 1) % every == 0:
@@ -280,13 +273,9 @@ class AMGCache:
     def after_solve(self, iterations: int) -> None:
         """After a round's solve: if it took more than ``rebuild_after`` PCG iterations, the
         kept hierarchy's aggregates no longer fit the weights (a cut the rounds opened runs
-        through them), so the next solve builds a fresh one; if it ran on a kept hierarchy
-        and took more than ``rebuild_all_after``, kept hierarchies cost this run more than
-        builds do, so every later solve builds a fresh one."""
+        through them), so the next solve builds a fresh one."""
         if self.rebuild_after is not None and iterations > self.rebuild_after:
             self.rebuild = True
-        if self.rebuild_all_after is not None and not self.fresh and iterations > self.rebuild_all_after:
-            self.rebuild_all = True
 
 
 def _galerkin(R, A, P):
