@@ -15,19 +15,25 @@
   studies/rounds-edge-prior/README.md), used there and by studies/rounds-k;
 - the one-shot / default / procedural evaluation of a weights or Stage II candidate and
   its bounds (:func:`evaluate`, :func:`passes`; studies/edge-sharpness/README.md), used
-  by studies/edge-net/edge_candidate.py and studies/sliver-gate.
+  by studies/edge-net/edge_candidate.py and studies/sliver-gate;
+- the default against rounds candidates on sets of bench cases, one process, rotated
+  order (:func:`measure_rounds`, with :func:`run_rounds_case` and :func:`summarise_sets`),
+  used by studies/rebuild-at-scale and studies/rebuild-every-round.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import tempfile
 import time
+from pathlib import Path
 from dataclasses import replace
 
 import numpy as np
 
-from fnin_cli.bench.cases import align_and_errors
+from fnin_cli.bench.cases import align_and_errors, align_objects
 from fnin_cli.data.mesh_scenes import (DEFAULT_MESH_DIR, is_validation, load_meshes, make_mesh_scene, mesh_files,
                                        split_names)
 from fnin_cli.data.synthetic import make_scene, relative_error
@@ -204,3 +210,95 @@ def choose_default(summary: dict, candidates: tuple, mesh_bound: float = 0.97):
     passes, today's stays)."""
     ok = [c for c in candidates if passes_default(summary[str(c)], summary["off"], mesh_bound)]
     return min(ok, key=lambda c: summary[str(c)]["default_meshes"]) if ok else None
+
+
+def run_rounds_case(case, order: list, candidates: dict, depth_hash: bool = False) -> dict:
+    """The default with each rounds candidate (``{name: RoundsConfig fields}``) on one bench
+    case (``case.load()``, optional ``case.object_ids()``), run in ``order`` in this
+    process: per name the bench's error (objects aligned one by one where the case has
+    them), the whole call's seconds, the rounds' seconds and count, and with
+    ``depth_hash`` the depth's SHA-1 (bitwise the same depth: the same work)."""
+    inp, gt = case.load()
+    object_id, objs = case.object_ids() if hasattr(case, "object_ids") else (None, None)
+    out = {}
+    for name in order:
+        cfg = variant(rounds=candidates[name])
+        t = time.perf_counter()
+        res = integrate(inp, "fnin", config=cfg)
+        sec = time.perf_counter() - t
+        if object_id is not None:
+            err = align_objects(res.depth, gt, res.mask, object_id, inp.camera.perspective, objs)
+        else:
+            err = align_and_errors(res.depth, gt, res.mask, inp.camera.perspective)
+        out[name] = {"made_mm": err["made"], "seconds": sec, "refine": res.seconds.get("refine", 0.0),
+                     "rounds": res.rounds}
+        if depth_hash:
+            out[name]["depth_sha"] = hashlib.sha1(res.depth.tobytes()).hexdigest()
+        print(f"  {case.name:45s} {name:6s} {err['made']:.4f} mm {sec:7.2f} s (rounds {res.seconds.get('refine', 0):.2f} s, {res.rounds})",
+              flush=True)
+    return out
+
+
+def summarise_sets(sets: dict, names: list) -> dict:
+    """Per set and candidate: mean error, its ratio to the first name's (today), the worst
+    case's ratio, the summed seconds and their ratio; where the cases carry depth hashes,
+    on how many the candidate's depth is today's and the seconds counting today's there
+    (``seconds_rule``: identical work is not judged by the machine's noise). Printed too."""
+    summary = {}
+    today = names[0]
+    for s, cs in sets.items():
+        today_e = sum(c[today]["made_mm"] for c in cs.values()) / len(cs)
+        today_s = sum(c[today]["seconds"] for c in cs.values())
+        summary[s] = {}
+        for n in names:
+            e = sum(c[n]["made_mm"] for c in cs.values()) / len(cs)
+            sec = sum(c[n]["seconds"] for c in cs.values())
+            worst = max(c[n]["made_mm"] / c[today]["made_mm"] for c in cs.values())
+            row = {"mean_mm": e, "mean_ratio": e / today_e, "worst_ratio": worst,
+                   "seconds": sec, "seconds_ratio": sec / today_s}
+            line = f"{s:10s} {n:6s} mean {e:.4f} ({e / today_e:.4f}x) worst {worst:.3f}x  seconds {sec:.1f} ({sec / today_s:.3f}x)"
+            if all("depth_sha" in c[n] for c in cs.values()):
+                same = [k for k, c in cs.items() if c[n]["depth_sha"] == c[today]["depth_sha"]]
+                sec_rule = sum(c[today if k in same else n]["seconds"] for k, c in cs.items())
+                row.update(same_as_today=len(same), seconds_rule=sec_rule, seconds_rule_ratio=sec_rule / today_s)
+                line += f"  same as today {len(same)}/{len(cs)}, rule seconds {sec_rule / today_s:.3f}x"
+            summary[s][n] = row
+            print(line)
+    return summary
+
+
+def measure_rounds(cases, candidates: dict, default_sets: str, large=(), warm_case=None,
+                   depth_hash: bool = False) -> None:
+    """A rounds study's command line (``--sets``, ``--out``, ``--candidates`` JSON): for each
+    set, ``cases(set_name, tmp_dir)``'s cases with every candidate (the first is today's)
+    in a rotated order, one process, one thread; the sets in ``large`` in two passes, the
+    second in the reverse order, seconds summed. ``warm_case``: run the default once on it
+    first, untimed (the process's warm-up). Writes the record after every case, then the
+    summary (:func:`summarise_sets`)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sets", default=default_sets)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--candidates", default=None, help="JSON {name: RoundsConfig fields}, the first today's")
+    a = ap.parse_args()
+    candidates = candidates if a.candidates is None else json.loads(a.candidates)
+    names = list(candidates)
+    rec = {"candidates": candidates, "sets": {}}
+    rot = 0
+    with limit_threads(1), tempfile.TemporaryDirectory() as tmp:
+        if warm_case is not None:
+            integrate(warm_case().load()[0], "fnin")
+        for s in a.sets.split(","):
+            rec["sets"][s] = {}
+            for case in cases(s, Path(tmp)):
+                order = names[rot % len(names):] + names[:rot % len(names)]
+                rot += 1
+                passes = [order, order[::-1]] if s in large else [order]
+                runs = [run_rounds_case(case, o, candidates, depth_hash) for o in passes]
+                if len(runs) == 1:
+                    rec["sets"][s][case.name] = runs[0]
+                else:
+                    rec["sets"][s][case.name] = {n: {**runs[0][n], "seconds": sum(r[n]["seconds"] for r in runs),
+                                                     "passes": [r[n] for r in runs]} for n in names}
+                Path(a.out).write_text(json.dumps(rec, indent=1))
+    rec["summary"] = summarise_sets(rec["sets"], names)
+    Path(a.out).write_text(json.dumps(rec, indent=1))

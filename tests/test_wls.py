@@ -134,8 +134,7 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
 def test_prolongator_smoothing_uses_the_gershgorin_bound_of_abs_a():
     """With no power iteration the prolongator's smoothing step is omega / rho with rho the
     Gershgorin bound max_i sum_j |a_ij| / a_ii: of |A|, whose row sums the off-diagonal
-    couplings (negative here) would otherwise cancel. The bound is computed on |A| sharing
-    A's index arrays, and A itself is left as it was."""
+    couplings (negative here) would otherwise cancel; A itself is left as it was."""
     import scipy.sparse as sp
     from pyamg.aggregation import fit_candidates, standard_aggregation
 

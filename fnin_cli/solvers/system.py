@@ -125,9 +125,10 @@ class NormalSystem:
                 cols[:, j] = col
             indptr = np.zeros(n + 1, itype)
             np.cumsum(present.sum(axis=1, dtype=itype), out=indptr[1:])
-            row, slot = (i.astype(itype, copy=False) for i in np.nonzero(present))   # row-major
+            flat = np.flatnonzero(present).astype(itype)     # row * 5 + slot, row-major
+            row, slot = np.divmod(flat, 5)
             gather = slot * itype(n) + row
-            self._pattern = (indptr, cols[row, slot], gather)
+            self._pattern = (indptr, cols.ravel()[flat], gather)
         return self._pattern
 
     def _stencil_sums(self, weights, coeff_u, coeff_v):
