@@ -264,3 +264,47 @@ def test_strength_pattern_gives_pyamgs_aggregates():
         ours = standard_aggregation(_strength_pattern(level.A, SA_THETA))[0]
         theirs = standard_aggregation(symmetric_strength_of_connection(level.A, SA_THETA))[0]
         assert (ours != theirs).nnz == 0 and ours.shape == theirs.shape
+
+
+def test_red_black_finest_smoothing_is_an_spd_v_cycle_as_good_as_gauss_seidel():
+    """sa_hierarchy(A, colour=pixel parity): the finest level smooths by red-black
+    Gauss-Seidel; the V-cycle stays symmetric positive definite, keeps that smoothing
+    through refreshed() and with_finest(), and preconditions PCG about as well as pyamg's
+    sweep (within 2 iterations to 1e-8 on a BiNI-weighted 120x120 system)."""
+    from fnin_cli.solvers.linear import pcg, sa_hierarchy
+
+    s, _ = _system(seed=5, size=120)
+    w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
+    lam = 1e-9 * s.camera.focal ** 2
+    A, b = s.matrix(w, lam), s.rhs(w, lam, None)
+    colour = s.parity()
+    assert 0.4 < colour.mean() < 0.6
+    ml = sa_hierarchy(A, colour=colour)
+    assert ml.red_black is not None and len(ml.levels) >= 3
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=s.n), rng.normal(size=s.n)
+    M = ml.vcycle
+    assert abs(x @ M(y) - y @ M(x)) <= 1e-12 * np.linalg.norm(x) * np.linalg.norm(M(y))
+    assert x @ M(x) > 0
+    _, it_rb, res = pcg(A, b, np.zeros(s.n), M, rtol=1e-8)
+    _, it_gs, _ = pcg(A, b, np.zeros(s.n), sa_hierarchy(A).vcycle, rtol=1e-8)
+    assert res <= 1e-8 and it_rb <= it_gs + 2
+    A2 = s.matrix({d: v * (1.0 + 0.1 * rng.uniform(-1, 1, s.n)) for d, v in w.items()}, lam)
+    gs = sa_hierarchy(A)
+    for kind in ("refreshed", "with_finest"):
+        h = getattr(ml, kind)(A2)
+        assert h.red_black is not None and h.red_black.A is A2 and h.red_black.pattern is ml.red_black.pattern
+        _, it, res = pcg(A2, A2 @ x, np.zeros(s.n), h.vcycle, rtol=1e-8)
+        _, it_gs, _ = pcg(A2, A2 @ x, np.zeros(s.n), getattr(gs, kind)(A2).vcycle, rtol=1e-8)
+        assert res <= 1e-8 and it <= it_gs + 2, (kind, it, it_gs)
+
+
+def test_red_black_smoothing_refuses_a_colouring_that_couples_one_colour():
+    from fnin_cli.solvers.linear import sa_hierarchy
+
+    s, _ = _system(seed=5, size=40)
+    A = s.matrix(None, 1e-3)
+    with pytest.raises(ValueError, match="couples two unknowns of one colour"):
+        sa_hierarchy(A, colour=np.ones(s.n, bool))
+    with pytest.raises(ValueError, match="colouring of"):
+        sa_hierarchy(A, colour=np.ones(s.n + 1, bool))
