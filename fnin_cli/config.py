@@ -99,9 +99,6 @@ class RoundsConfig:
     # a round that took more than this many PCG iterations has the next build a fresh AMG
     # hierarchy; None: never (docs/decisions.md#rounds-rebuild)
     rebuild_after: int | None = 8
-    # the finest level's smoothing in the AMG V-cycle that Stage II and the rounds share:
-    # "gauss-seidel" (pyamg's sweep) or "red-black" (by pixel parity; docs/decisions.md#amg-smoother)
-    smoother: str = "gauss-seidel"
     # Stage II before rounds solves to this and the rounds refresh its hierarchy; None: it
     # solves as the one-shot does and the rounds build their own (docs/decisions.md#stage2-before-rounds)
     stage2_rtol: float | None = 1e-3

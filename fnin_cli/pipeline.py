@@ -190,10 +190,7 @@ def integrate(
     if stage is not None:
         stage("network" if m.needs_network else "solve", None, None)
     rounds = m.rounds(config, refine)
-    if rounds.smoother not in ("gauss-seidel", "red-black"):
-        raise ValueError(f"unknown smoother '{rounds.smoother}': gauss-seidel or red-black")
-    colour = system.parity() if rounds.smoother == "red-black" else None
-    hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after, colour) if rounds.max_rounds else None
+    hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
     out = m.run(system, inp, RunArgs(lam_sys, config, solver, device, model, progress, stage,
                                      rounds.stage2_rtol if shared else None, hierarchy if shared else None))

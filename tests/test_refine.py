@@ -106,29 +106,6 @@ def test_default_builds_one_amg_hierarchy_for_stage2_and_its_rounds(monkeypatch)
     assert len(built) == 1 and tols == [cfg.one_shot.solve_rtol]
 
 
-def test_red_black_smoother_reaches_the_shared_hierarchy_and_integrates_the_same(monkeypatch):
-    """RoundsConfig.smoother = "red-black": the AMG hierarchy Stage II builds and the rounds
-    keep smooths its finest level by pixel parity, and the default's surface stays within
-    0.5% of the Gauss-Seidel one (the inner solves stop at 1e-3, so not to the bit)."""
-    from fnin_cli.solvers import linear
-
-    cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, smoother="red-black"))
-    seen = []
-    real = linear.AMGCache.hierarchy_for
-    monkeypatch.setattr(linear.AMGCache, "hierarchy_for",
-                        lambda self, A: seen.append(real(self, A)) or seen[-1])
-    inp, surf, _, _ = _step_system()
-    res = integrate(inp, device="cpu", config=cfg)
-    assert len(seen) == 1 + res.rounds and all(h.red_black is not None for h in seen)
-    seen.clear()
-    ref = integrate(inp, device="cpu")
-    assert all(h.red_black is None for h in seen)
-    m = inp.mask
-    assert np.max(np.abs(res.depth[m] - ref.depth[m])) <= 5e-3 * np.ptp(ref.depth[m])
-    with pytest.raises(ValueError, match="unknown smoother"):
-        integrate(inp, device="cpu", config=replace(DEFAULT, rounds=replace(DEFAULT.rounds, smoother="jacobi")))
-
-
 def test_hierarchy_with_only_its_finest_operator_replaced_still_solves_the_new_system():
     """with_finest keeps the coarse operators of the old weights: the V-cycle is still
     symmetric positive definite and PCG reaches the new system's solution."""

@@ -72,7 +72,7 @@ def pcg(A, b, x0, precondition, rtol=1e-6, maxiter=DEFAULT.solver.maxiter, ref_n
 
 
 def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, omega: float = SA_OMEGA,
-                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12, colour=None) -> "Hierarchy":
+                 power_steps: int = SA_POWER_STEPS, max_levels: int = 12) -> "Hierarchy":
     """A smoothed-aggregation AMG hierarchy (pyamg's aggregation).
 
     The same choices as ``pyamg.smoothed_aggregation_solver(symmetry="symmetric",
@@ -86,11 +86,6 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
     ----------
     A : scipy.sparse matrix
         The SPD system matrix.
-
-    colour : bool array or RedBlack, optional
-        A red-black colouring of A's unknowns (no coupling between two of one colour), or
-        a :class:`RedBlack` of a matrix with A's pattern (its index arrays are reused):
-        the finest level then smooths by red-black Gauss-Seidel.
 
     Returns
     -------
@@ -137,13 +132,7 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         P = sp.csr_matrix(T - AT)
         levels[-1].P, levels[-1].R = P, sp.csr_matrix(P.T)
         A = _galerkin(levels[-1].R, A, P)
-    if colour is None:
-        rb = None
-    elif isinstance(colour, RedBlack):
-        rb = RedBlack(colour.pattern, levels[0].A)
-    else:
-        rb = RedBlack.for_matrix(levels[0].A, colour)
-    return Hierarchy(levels, red_black=rb)
+    return Hierarchy(levels)
 
 
 def _strength_pattern(A, theta: float):
@@ -179,13 +168,12 @@ class Hierarchy:
     (docs/decisions.md#vcycle). ``lu``: the coarsest operator's factorisation, if known.
     """
 
-    def __init__(self, levels, lu=None, red_black: "RedBlack | None" = None):
+    def __init__(self, levels, lu=None):
         import scipy.sparse as sp
         from pyamg import amg_core
         from scipy.sparse.linalg import splu
 
         self.levels = levels
-        self.red_black = red_black if len(levels) > 1 else None
         self._gs = amg_core.gauss_seidel
         self._lu = splu(sp.csc_matrix(levels[-1].A)) if lu is None else lu
 
@@ -203,8 +191,7 @@ class Hierarchy:
             levels.append(Level(A, old.P, old.R))
             if old.P is not None:
                 A = _galerkin(old.R, A, old.P)
-        rb = self.red_black
-        return Hierarchy(levels, red_black=None if rb is None else rb.with_matrix(levels[0].A))
+        return Hierarchy(levels)
 
     def with_finest(self, A) -> "Hierarchy":
         """This hierarchy with only its finest operator replaced by ``A`` (same pattern):
@@ -212,9 +199,7 @@ class Hierarchy:
         positive-definite V-cycle; a refresh skipped when the weights change little
         between rounds (docs/decisions.md#refresh-every)."""
         levels = [Level(A, self.levels[0].P, self.levels[0].R)] + self.levels[1:]
-        rb = self.red_black
-        return Hierarchy(levels, self._lu if len(levels) > 1 else None,
-                         red_black=None if rb is None else rb.with_matrix(A))
+        return Hierarchy(levels, self._lu if len(levels) > 1 else None)
 
     def vcycle(self, b: np.ndarray) -> np.ndarray:
         """One V-cycle from x = 0: an approximation of A^-1 b (symmetric positive definite
@@ -225,8 +210,6 @@ class Hierarchy:
         level = self.levels[i]
         if level.P is None:
             return self._lu.solve(b)
-        if i == 0 and self.red_black is not None:
-            return self.red_black.cycle(b, level, lambda rc: self._cycle(1, rc))
         A, n = level.A, b.shape[0]
         both = VCYCLE_SWEEPS == "symmetric"
         x = np.zeros(n)
@@ -243,99 +226,6 @@ class Hierarchy:
             self._gs(A.indptr, A.indices, A.data, x, b, n - 1, -1, -1)
 
 
-class RedBlack:
-    """Red-black Gauss-Seidel on a matrix whose unknowns of one colour are coupled only to
-    the other's (the 5-point pixel system: a pixel's parity), for a hierarchy's finest level.
-
-    One V-cycle step from x = 0: the red unknowns, then the black (each colour's update
-    reads only the other colour); the residual is then zero on the black rows, so only the
-    red rows are restricted; after the coarse correction black, then red (the adjoint
-    order: the V-cycle stays symmetric). Each half-sweep is one product with the red-black
-    or black-red block, about half a product with A, against pyamg's sequential sweep
-    over all of A (docs/decisions.md#amg-smoother).
-
-    :meth:`for_matrix` builds it for a matrix; the index arrays depend only on the sparsity
-    pattern and the colouring and are shared by every matrix of that pattern (the rounds).
-    """
-
-    def __init__(self, pattern: dict, A, restrict=None):
-        import scipy.sparse as sp
-
-        self.pattern, self.A = pattern, A
-        d = A.data
-        self.inv_r = 1.0 / d[pattern["diag_r"]]
-        self.inv_b = 1.0 / d[pattern["diag_b"]]
-        nr, nb = pattern["red"].size, pattern["black"].size
-        self.A_rb = sp.csr_matrix((d[pattern["pos_rb"]], pattern["ind_rb"], pattern["ptr_rb"]), shape=(nr, nb))
-        self.A_br = sp.csr_matrix((d[pattern["pos_br"]], pattern["ind_br"], pattern["ptr_br"]), shape=(nb, nr))
-        self._restrict = restrict          # (R, R restricted to the red columns), kept while R is
-
-    @classmethod
-    def for_matrix(cls, A, colour) -> "RedBlack":
-        """For matrix ``A`` and ``colour`` (bool per unknown, True = red); a ValueError if
-        two unknowns of one colour are coupled or a diagonal entry is not stored."""
-        return cls(_red_black_pattern(A, colour), A)
-
-    def with_matrix(self, A) -> "RedBlack":
-        """This smoother for another matrix of the same pattern: the same index arrays and,
-        while the prolongator is the same, the same restriction to the red rows."""
-        return RedBlack(self.pattern, A, self._restrict)
-
-    def cycle(self, b: np.ndarray, level, coarse) -> np.ndarray:
-        """One V-cycle step on the finest level: smoothing here, ``coarse(restricted
-        residual)`` for the coarse-grid correction."""
-        pat = self.pattern
-        red, black = pat["red"], pat["black"]
-        R = level.R
-        if self._restrict is None or self._restrict[0] is not R:
-            self._restrict = (R, R[:, red].tocsr())
-        b_r, b_b = b[red], b[black]
-        x_r = b_r * self.inv_r
-        x_b = b_b - self.A_br @ x_r
-        x_b *= self.inv_b
-        e = level.P @ coarse(self._restrict[1] @ -(self.A_rb @ x_b))
-        x_r += e[red]
-        x_b += e[black]
-        x_b = b_b - self.A_br @ x_r
-        x_b *= self.inv_b
-        x_r = b_r - self.A_rb @ x_b
-        x_r *= self.inv_r
-        x = np.empty(b.shape[0])
-        x[red] = x_r
-        x[black] = x_b
-        return x
-
-
-def _red_black_pattern(A, colour) -> dict:
-    """The index arrays of :class:`RedBlack` for ``A``'s sparsity pattern and ``colour``."""
-    colour = np.asarray(colour, bool)
-    n = A.shape[0]
-    if colour.shape != (n,):
-        raise ValueError(f"colouring of {colour.shape} for a matrix of {n} unknowns")
-    indptr, indices = A.indptr, A.indices
-    rows = np.repeat(np.arange(n, dtype=indices.dtype), np.diff(indptr))
-    diag = indices == rows
-    if np.count_nonzero(diag) != n:
-        raise ValueError("red-black smoothing needs every diagonal entry stored")
-    if np.any((colour[indices] == colour[rows]) & ~diag):
-        raise ValueError("the colouring couples two unknowns of one colour")
-    red, black = np.flatnonzero(colour), np.flatnonzero(~colour)
-    local = np.empty(n, indices.dtype)
-    local[red] = np.arange(red.size, dtype=indices.dtype)
-    local[black] = np.arange(black.size, dtype=indices.dtype)
-    out = {"red": red, "black": black}
-    pos = np.flatnonzero(diag)
-    out["diag_r"], out["diag_b"] = pos[colour[rows[pos]]], pos[~colour[rows[pos]]]
-    for name, rows_of in (("rb", colour), ("br", ~colour)):
-        keep = ~diag & rows_of[rows]             # off-diagonal entries of this colour's rows, CSR order
-        p = np.flatnonzero(keep)
-        counts = np.bincount(local[rows[p]], minlength=red.size if name == "rb" else black.size)
-        ptr = np.zeros(counts.size + 1, indices.dtype)
-        np.cumsum(counts, out=ptr[1:])
-        out[f"pos_{name}"], out[f"ind_{name}"], out[f"ptr_{name}"] = p, local[indices[p]], ptr
-    return out
-
-
 class AMGCache:
     """One AMG hierarchy kept across solves whose matrices share one sparsity pattern
     (the IRLS rounds after a method, and Stage II before them).
@@ -346,8 +236,7 @@ class AMGCache:
     replace the finest operator alone (:meth:`Hierarchy.with_finest`); with None none
     refreshes the coarse ones (docs/decisions.md#refresh-every). With ``rebuild_after =
     m`` a solve that took more than m PCG iterations has the next one build a fresh
-    hierarchy (:meth:`after_solve`; docs/decisions.md#rounds-rebuild). ``colour``: a
-    red-black colouring of the unknowns for the finest level's smoothing (:class:`RedBlack`).
+    hierarchy (:meth:`after_solve`; docs/decisions.md#rounds-rebuild).
 
     Examples
     --------
@@ -358,10 +247,9 @@ class AMGCache:
     (1, True)
     """
 
-    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None, colour=None):
+    def __init__(self, refresh_every: int | None = 1, rebuild_after: int | None = None):
         self.refresh_every = refresh_every
         self.rebuild_after = rebuild_after
-        self.colour = colour                      # red-black colouring of the finest level, or None
         self.hierarchy: Hierarchy | None = None   # the kept hierarchy (None: none built yet)
         self.calls = 0                            # solves that used this cache
         self.rebuild = False                      # the next solve builds a fresh hierarchy
@@ -372,10 +260,7 @@ class AMGCache:
         ml, calls, every = self.hierarchy, self.calls, self.refresh_every
         if ml is None or self.rebuild:
             self.rebuild = False
-            # a colouring's index arrays are built once and reused by every later build
-            ml = sa_hierarchy(A) if self.colour is None else sa_hierarchy(A, colour=self.colour)
-            if ml.red_black is not None:
-                self.colour = ml.red_black
+            ml = sa_hierarchy(A)
         elif every and (calls - 1) % every == 0:
             ml = ml.refreshed(A)
         else:

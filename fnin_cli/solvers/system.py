@@ -63,12 +63,6 @@ class NormalSystem:
         self._stencil = None
         self._pattern = None
 
-    def parity(self) -> np.ndarray:
-        """Per unknown, True where row + column of its pixel is even: a red-black colouring
-        (the 5-point system couples each pixel only to pixels of the other colour)."""
-        rows, cols = np.nonzero(self.mask)
-        return (rows + cols) % 2 == 0
-
     def _grid(self) -> "_Stencil":
         """The per-pixel neighbour arrays every round reads (built once, on first use)."""
         if self._stencil is None:
