@@ -28,8 +28,8 @@ import hashlib
 import json
 import tempfile
 import time
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
