@@ -211,27 +211,26 @@ def integrate(
             if rounds_bias is not None and bias is not None:
                 bias = rounds_bias(system, bias)
             callback = (lambda i, e, z: progress(i)) if progress else None
-            r = None
+
+            def on_cpu():
+                return integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
+                                      tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
+                                      solver=rounds.solver, hierarchy=hierarchy, callback=callback, bias=bias,
+                                      stop=rounds_stop if bias is not None else None,
+                                      adjust=(rounds_adjust(z, system)
+                                              if rounds_adjust is not None and bias is not None else None))
+
             if out.grid_device is not None and rounds_stop is None and rounds_adjust is None:
                 # Stage II ran on the grid (a GPU): so do the rounds, weights and energy included
-                # (docs/decisions.md#grid-on-gpu)
-                from .solvers.grid import OUT_OF_MEMORY, grid_rounds, out_of_memory
+                # (docs/decisions.md#grid-on-gpu); on the CPU where the GPU's memory runs out
+                from .solvers.grid import grid_rounds, or_on_cpu
 
-                try:
-                    r = grid_rounds(system, z, k, lam_sys, z, rounds.max_rounds, rounds.tol, rounds.inner_rtol,
-                                    config.solver.maxiter, bias, out.grid_device, callback,
-                                    config.solver.grid_coarse_scale)
-                except Exception as exc:
-                    if not out_of_memory(exc):
-                        raise
-                    notes.append(OUT_OF_MEMORY)   # the rounds on the CPU, below
-            if r is None:
-                r = integrate_bini(system, k=k, z0=z, lam=lam_sys, z_prior=z, max_iter=rounds.max_rounds,
-                                   tol=rounds.tol, cg_rtol=rounds.inner_rtol, cg_maxiter=config.solver.maxiter,
-                                   solver=rounds.solver, hierarchy=hierarchy, callback=callback, bias=bias,
-                                   stop=rounds_stop if bias is not None else None,
-                                   adjust=(rounds_adjust(z, system) if rounds_adjust is not None and bias is not None
-                                           else None))
+                r = or_on_cpu(lambda: grid_rounds(system, z, k, lam_sys, z, rounds.max_rounds, rounds.tol,
+                                                  rounds.inner_rtol, config.solver.maxiter, bias, out.grid_device,
+                                                  callback, config.solver.grid_coarse_scale),
+                              on_cpu, notes)
+            else:
+                r = on_cpu()
             z, weights, refined = r.z, r.weights, r.iterations
             if bias is not None and rounds.reattach_pixels:
                 # the rounds with the edge prior can cut a pixel or a sliver loose: hold it to

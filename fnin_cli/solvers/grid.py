@@ -405,14 +405,17 @@ OUT_OF_MEMORY = ("the GPU had too little free memory for the solves on its pixel
                  "CPU instead (slower): free GPU memory, or --downsample N")
 
 
-def out_of_memory(exc: BaseException) -> bool:
-    """Whether ``exc`` is the GPU's allocator running out; if so its cached blocks are
-    released, so that the run can go on without the grid."""
-    if not isinstance(exc, torch.cuda.OutOfMemoryError):
-        return False
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-    return True
+def or_on_cpu(on_grid, on_cpu, notes: list):
+    """``on_grid()``, or, where the GPU's allocator runs out in it, ``on_cpu()`` after its
+    cached blocks are released, with :data:`OUT_OF_MEMORY` appended to ``notes``; any other
+    error is raised. Stage II's and the rounds' fallback (README "Troubleshooting")."""
+    try:
+        return on_grid()
+    except torch.cuda.OutOfMemoryError:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    notes.append(OUT_OF_MEMORY)
+    return on_cpu()
 
 
 def grid_solve(system: NormalSystem, weights: dict | None, lam: float, z_prior: np.ndarray | None,

@@ -122,20 +122,17 @@ def _run_fnin(variant: FninVariant, system, inp, a: RunArgs) -> MethodOutput:
     lin = pick_solver(a.solver, a.config, device, system.n)[0]
     run = partial(run_fnin, system, inp, variant, a.config, model=a.model, device=a.device, lam=a.lam,
                   stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy)
-    notes = ()
-    try:
-        z, weights, disc, seconds, p_img = run(solver=lin)
-    except Exception as exc:
-        if not lin.startswith("grid"):
-            raise
-        from .grid import OUT_OF_MEMORY, out_of_memory
-        if not out_of_memory(exc):
-            raise
-        # the GPU could not hold the grid: the whole method again with Stage II on the CPU
-        lin, notes = "amg", (OUT_OF_MEMORY,)
+    notes = []
+    if lin.startswith("grid"):
+        from .grid import or_on_cpu
+
+        # where the GPU cannot hold the grid: the whole method again with Stage II on the CPU
+        z, weights, disc, seconds, p_img = or_on_cpu(lambda: run(solver=lin), lambda: run(solver="amg"), notes)
+        lin = "amg" if notes else lin
+    else:
         z, weights, disc, seconds, p_img = run(solver=lin)
     grid = (lin.partition(":")[2] or "cpu") if variant.solve and lin.startswith("grid") else None
-    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, grid, notes)
+    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, grid, tuple(notes))
 
 
 # bytes per masked pixel: measured peaks, raised ~15-20 % (studies/memory-estimate/;
