@@ -89,8 +89,9 @@ class Camera:
         if mask is not None:
             v, u = np.nonzero(mask)
             n = normals[v, u].astype(np.float64)
-        else:
-            v, u = np.indices(normals.shape[:2])
+        else:   # a column of rows and a row of columns, broadcast
+            h, w = normals.shape[:2]
+            v, u = np.arange(h)[:, None], np.arange(w)[None, :]
             n = normals.astype(np.float64)
         if origin != (0, 0):
             v, u = v + origin[0], u + origin[1]

@@ -49,6 +49,9 @@ from .conventions import from_internal
 from .errors import FninError
 
 JUMP_FACTOR = 20.0
+# the mesh is built in bands of about this many pixels: their temporaries stay small
+# (docs/decisions.md#outputs-at-scale)
+MESH_BAND_PIXELS = 1 << 16
 
 
 def _footprint_cut(z_p, z_q, camera: Camera, step: str):
@@ -64,11 +67,20 @@ def _footprint_cut(z_p, z_q, camera: Camera, step: str):
     return dz > JUMP_FACTOR * footprint
 
 
-def _residual_cut(r_p, r_q, cut: float, fallback_cut):
+def _residual_cut(r_p, r_q, cut: float, z_p, z_q, both, camera: Camera, step: str):
     """Cut where neither endpoint's residual explains the edge (min |r| > cut), where both
-    are finite; the footprint rule ``fallback_cut`` elsewhere."""
-    res_cut = np.minimum(np.abs(r_p), np.abs(r_q)) - cut
-    return np.where(np.isfinite(res_cut), res_cut > 0, fallback_cut)
+    are finite; the footprint rule (:func:`_footprint_cut` of the depths ``z_p``, ``z_q``)
+    elsewhere, computed only there: an edge without both depths (``both``: where both are
+    finite) is never cut."""
+    res_cut = np.abs(r_p)
+    np.minimum(res_cut, np.abs(r_q), out=res_cut)
+    res_cut -= cut
+    out = res_cut > 0
+    other = ~np.isfinite(res_cut)
+    other &= both
+    if other.any():
+        out[other] = _footprint_cut(z_p[other], z_q[other], camera, step)
+    return out
 
 
 def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, system_residuals=None,
@@ -81,14 +93,17 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
     endpoints are in ``mask``. ``origin``: the (row, col) in the image of the arrays'
     first pixel, when they are a crop.
     """
-    z = np.where(mask, depth, np.nan).astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        cut_h = _footprint_cut(z[:, :-1], z[:, 1:], camera, "h")
-        cut_v = _footprint_cut(z[:-1, :], z[1:, :], camera, "v")
-        cut_d1 = _footprint_cut(z[:-1, :-1], z[1:, 1:], camera, "d")
-        cut_d2 = _footprint_cut(z[:-1, 1:], z[1:, :-1], camera, "d")
+    z = np.where(mask, np.asarray(depth, np.float64), np.nan)
+    finite = np.isfinite(z)
+    # the four families' pixel pairs (p, q): horizontal, vertical, the two diagonals
+    h_p, h_q = (slice(None), slice(None, -1)), (slice(None), slice(1, None))
+    v_p, v_q = (slice(None, -1), slice(None)), (slice(1, None), slice(None))
+    d1_p, d1_q = (slice(None, -1), slice(None, -1)), (slice(1, None), slice(1, None))
+    d2_p, d2_q = (slice(None, -1), slice(1, None)), (slice(1, None), slice(None, -1))
     if normals is None and system_residuals is None:
-        return cut_h, cut_v, cut_d1, cut_d2
+        with np.errstate(invalid="ignore"):
+            return tuple(_footprint_cut(z[p], z[q], camera, step)
+                         for p, q, step in ((h_p, h_q, "h"), (v_p, v_q, "v"), (d1_p, d1_q, "d"), (d2_p, d2_q, "d")))
 
     if normals is not None:
         t = camera.unknown_from_depth(z)
@@ -98,8 +113,12 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
             # the system's residuals r = a * dt + n of each pixel pair, on the whole grid
             # (the same numbers as NormalSystem.residuals where both pixels are in the mask)
             dh, dv = t[:, 1:] - t[:, :-1], t[1:, :] - t[:-1, :]
-            cut_h = _residual_cut(a_u[:, :-1] * dh + nx[:, :-1], a_u[:, 1:] * dh + nx[:, 1:], cut, cut_h)
-            cut_v = _residual_cut(a_v[:-1, :] * dv + ny[:-1, :], a_v[1:, :] * dv + ny[1:, :], cut, cut_v)
+            cut_h = _residual_cut(a_u[:, :-1] * dh + nx[:, :-1], a_u[:, 1:] * dh + nx[:, 1:], cut,
+                                  z[h_p], z[h_q],
+                                  finite[h_p] & finite[h_q], camera, "h")
+            cut_v = _residual_cut(a_v[:-1, :] * dv + ny[:-1, :], a_v[1:, :] * dv + ny[1:, :], cut,
+                                  z[v_p], z[v_q],
+                                  finite[v_p] & finite[v_q], camera, "v")
         else:
             n_pix = int(mask.sum())
             if any(np.shape(system_residuals[d]) != (n_pix,) for d in ("u+", "u-", "v+", "v-")):
@@ -110,23 +129,29 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
                 out[mask] = values
                 return out
 
-            cut_h = _residual_cut(img(system_residuals["u+"])[:, :-1], img(system_residuals["u-"])[:, 1:],
-                                  cut, cut_h)
-            cut_v = _residual_cut(img(system_residuals["v+"])[:-1, :], img(system_residuals["v-"])[1:, :],
-                                  cut, cut_v)
+            cut_h = _residual_cut(img(system_residuals["u+"])[h_p], img(system_residuals["u-"])[h_q],
+                                  cut, z[h_p], z[h_q],
+                                  finite[h_p] & finite[h_q], camera, "h")
+            cut_v = _residual_cut(img(system_residuals["v+"])[v_p], img(system_residuals["v-"])[v_q],
+                                  cut, z[v_p], z[v_q],
+                                  finite[v_p] & finite[v_q], camera, "v")
 
         if normals is not None:
             g = np.sqrt(camera.K[1, 1] / camera.K[0, 0]) if camera.perspective else 1.0
             a_d = g * a_u
 
-            def diag_cut(sl_p, sl_q, du, dv, fallback):
+            def diag_cut(sl_p, sl_q, du, dv):
                 dt = t[sl_q] - t[sl_p]
                 return _residual_cut(a_d[sl_p] * dt + g * nx[sl_p] * du + ny[sl_p] * dv / g,
-                                     a_d[sl_q] * dt + g * nx[sl_q] * du + ny[sl_q] * dv / g, cut, fallback)
+                                     a_d[sl_q] * dt + g * nx[sl_q] * du + ny[sl_q] * dv / g, cut,
+                                     z[sl_p], z[sl_q], finite[sl_p] & finite[sl_q], camera, "d")
 
             # (r, c) -> (r+1, c+1): du = +1, dv = +1;  (r, c+1) -> (r+1, c): du = -1, dv = +1
-            cut_d1 = diag_cut((slice(None, -1), slice(None, -1)), (slice(1, None), slice(1, None)), 1.0, 1.0, cut_d1)
-            cut_d2 = diag_cut((slice(None, -1), slice(1, None)), (slice(1, None), slice(None, -1)), -1.0, 1.0, cut_d2)
+            cut_d1 = diag_cut(d1_p, d1_q, 1.0, 1.0)
+            cut_d2 = diag_cut(d2_p, d2_q, -1.0, 1.0)
+        else:
+            cut_d1 = _footprint_cut(z[d1_p], z[d1_q], camera, "d")
+            cut_d2 = _footprint_cut(z[d2_p], z[d2_q], camera, "d")
     return cut_h, cut_v, cut_d1, cut_d2
 
 
@@ -174,7 +199,7 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
     ``system_residuals``: residuals ``NormalSystem.residuals(z)`` already computed for
     exactly this mask (saves rebuilding the system). See the module docstring.
     """
-    depth = np.asarray(depth, np.float64)
+    depth = np.asarray(depth)   # float64 once cropped to the mask's box, below
     if depth.ndim != 2:
         raise FninError(f"depth must be an (H, W) array, got shape {depth.shape}")
     mask = np.asarray(mask, bool)
@@ -192,15 +217,41 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
     rows, cols = np.flatnonzero(m.any(axis=1)), np.flatnonzero(m.any(axis=0))
     r0, c0 = (int(rows[0]), int(cols[0])) if rows.size else (0, 0)
     box = (slice(r0, int(rows[-1]) + 1), slice(c0, int(cols[-1]) + 1)) if rows.size else (slice(0, 0),) * 2
-    depth, m = depth[box], m[box]
+    depth, m = np.asarray(depth[box], np.float64), m[box]
     normals = None if normals is None else np.asarray(normals)[box]
 
-    points = camera.back_project(np.where(m, depth, np.nan), origin=(r0, c0))
-    vertices = points[m]
-    index = np.full(m.shape, -1, np.int64)
-    index[m] = np.arange(vertices.shape[0])
+    # a band of rows at a time, so that each band's temporaries stay small: the same
+    # vertices and faces, in the same order, as the whole box at once
+    h = m.shape[0]
+    first = np.concatenate([[0], np.cumsum(np.count_nonzero(m, axis=1))])   # first vertex of each row
+    step = max(1, MESH_BAND_PIXELS // max(1, m.shape[1]))
+    verts, kinds = [], ([], [], [], [])
+    for b0 in range(0, max(h - 1, 1), step):
+        b1 = min(b0 + step, h - 1)            # quads of rows b0 .. b1-1: pixel rows b0 .. b1
+        sl, mb = slice(b0, b1 + 1), m[b0:b1 + 1]
+        points = camera.back_project(np.where(mb, depth[sl], np.nan), origin=(r0 + b0, c0))
+        verts.append(points[mb] if b1 == h - 1 else points[:-1][mb[:-1]])
+        index = np.full(mb.shape, -1, np.int64)
+        index[mb] = np.arange(first[b0], first[b1 + 1])
+        res = None if system_residuals is None else {d: v[first[b0]:first[b1 + 1]] for d, v in system_residuals.items()}
+        cuts = edge_cuts(depth[sl], camera, mb, None if normals is None else normals[sl], cut, res, (r0 + b0, c0))
+        for kind, faces in zip(kinds, _quad_faces(mb, points, index, cuts)):
+            kind.append(faces)
+    vertices = np.concatenate(verts) if verts else np.zeros((0, 3))
+    faces = np.concatenate([f for kind in kinds for f in kind]) if h > 1 else np.zeros((0, 3), np.int64)
 
-    cut_h, cut_v, cut_d1, cut_d2 = edge_cuts(depth, camera, m, normals, cut, system_residuals, (r0, c0))
+    vertex_colors = None
+    if colors and normals is not None:
+        ps = from_internal(normals[m].astype(np.float64), "ps")
+        rgb = np.clip(np.round((np.nan_to_num(ps, nan=1.0) + 1.0) / 2.0 * 255.0), 0, 255).astype(np.uint8)
+        vertex_colors = np.concatenate([rgb, np.full((rgb.shape[0], 1), 255, np.uint8)], axis=1)
+    return MeshArrays(vertices, faces, vertex_colors)
+
+
+def _quad_faces(m, points, index, cuts) -> tuple:
+    """The triangles of the 2x2 pixel quads of one band (see the module docstring), as four
+    (n, 3) arrays of vertex ids, one per kind (the corner each omits)."""
+    cut_h, cut_v, cut_d1, cut_d2 = cuts
     ok_h = m[:, :-1] & m[:, 1:] & ~cut_h
     ok_v = m[:-1, :] & m[1:, :] & ~cut_v
     ok_ad = m[:-1, :-1] & m[1:, 1:] & ~cut_d1
@@ -223,22 +274,12 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
     ic, id_ = index[1:, :-1], index[1:, 1:]
     # winding: (a, c, b) has negative signed area in (u, v) with v down, which
     # back-projects to a normal with n_z < 0 (toward the camera)
-    parts = []
-    for sel, corners in (
+    return tuple(np.stack([x[sel] for x in corners], axis=-1) for sel, corners in (
         (t_abc & use_bc, (ia, ic, ib)),
         (t_bcd & use_bc, (ib, ic, id_)),
         (t_abd & ~use_bc, (ia, id_, ib)),
         (t_acd & ~use_bc, (ia, ic, id_)),
-    ):
-        parts.append(np.stack([x[sel] for x in corners], axis=-1))
-    faces = np.concatenate(parts, axis=0) if parts else np.zeros((0, 3), np.int64)
-
-    vertex_colors = None
-    if colors and normals is not None:
-        ps = from_internal(np.asarray(normals, np.float64)[m], "ps")
-        rgb = np.clip(np.round((np.nan_to_num(ps, nan=1.0) + 1.0) / 2.0 * 255.0), 0, 255).astype(np.uint8)
-        vertex_colors = np.concatenate([rgb, np.full((rgb.shape[0], 1), 255, np.uint8)], axis=1)
-    return MeshArrays(vertices, faces, vertex_colors)
+    ))
 
 
 # glTF's axes (y up, the viewer on +z) from the OpenCV frame (y down, z forward): a half

@@ -13,7 +13,8 @@ from fnin_cli import io
 from fnin_cli.camera import Camera
 from fnin_cli.conventions import from_internal
 from fnin_cli.errors import FninError
-from fnin_cli.mesh import JUMP_FACTOR, build_mesh, edge_cuts, write_mesh
+from fnin_cli import mesh as mesh_module
+from fnin_cli.mesh import JUMP_FACTOR, build_mesh, edge_cuts, mesh_arrays, write_mesh
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.solvers.system import NormalSystem
 
@@ -202,6 +203,54 @@ def test_system_residuals_give_the_same_mesh():
     np.testing.assert_array_equal(a.faces, b.faces)
     with pytest.raises(ValueError):
         build_mesh(surface.depth, cam, mask, system_residuals={d: v[:-1] for d, v in res.items()})
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+@pytest.mark.parametrize("source", ["normals", "residuals", "footprint"])
+def test_mesh_built_in_bands_equals_the_whole_box_at_once(kind, source, monkeypatch):
+    """mesh_arrays works a band of rows at a time (MESH_BAND_PIXELS): one row per band, a
+    few rows, or the whole box in one band give the same vertices, faces (same order) and
+    colours to the last bit; with holes, a step and NaN normals (the footprint rule) inside."""
+    cam = camera(kind)
+    surface, _ = step_surface(cam, gap=70)
+    mask = surface.support & irregular_mask()
+    normals = surface.normals.copy()
+    normals[20:24, 30:34] = np.nan       # residuals not finite there: the footprint rule decides
+    kw = {"normals": None if source == "footprint" else normals}
+    if source == "residuals":
+        kw = {"normals": surface.normals,
+              "system_residuals": NormalSystem(surface.normals, mask, cam).residuals(
+                  cam.unknown_from_depth(surface.depth)[mask])}
+    meshes = []
+    for band in (10**9, 3 * SHAPE[1], 1):
+        monkeypatch.setattr(mesh_module, "MESH_BAND_PIXELS", band)
+        meshes.append(mesh_arrays(surface.depth, cam, mask, **kw))
+    whole = meshes[0]
+    assert len(whole.faces) > 0
+    for m in meshes[1:]:
+        np.testing.assert_array_equal(m.vertices, whole.vertices)
+        np.testing.assert_array_equal(m.faces, whole.faces)
+        np.testing.assert_array_equal(m.vertex_colors, whole.vertex_colors)
+
+
+def test_residual_rule_falls_back_to_the_footprint_only_where_residuals_are_not_finite():
+    """Where a normal is NaN the edge is cut by the footprint rule (a jump far above the
+    pixel footprint), elsewhere by the residuals; an edge with a NaN depth is never cut."""
+    cam = camera("persp")
+    surface, right = step_surface(cam, gap=70)
+    mask = surface.support
+    normals = surface.normals.copy()
+    normals[:, STEP_COL - 1] = np.nan            # the step's left column: no normal
+    depth = surface.depth.copy()
+    depth[5, 5] = np.nan
+    cut_h, _, _, _ = edge_cuts(depth, cam, mask, normals)
+    footprint_h, _, _, _ = edge_cuts(depth, cam, mask)
+    both = mask[:, :-1] & mask[:, 1:] & np.isfinite(depth[:, :-1]) & np.isfinite(depth[:, 1:])
+    nan_col = np.zeros_like(both)
+    nan_col[:, STEP_COL - 2:STEP_COL] = True     # the edges touching that column
+    np.testing.assert_array_equal(cut_h[both & nan_col], footprint_h[both & nan_col])
+    assert cut_h[both & nan_col].any()           # the step is cut there by the footprint rule
+    assert not cut_h[~both].any() and not footprint_h[~both].any()
 
 
 @pytest.mark.parametrize("kind", ["persp", "ortho"])
