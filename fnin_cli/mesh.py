@@ -304,15 +304,10 @@ def write_mesh(path, mesh, force: bool = False) -> Path:
             write_ply(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces), _colors(mesh))
         elif suf == ".obj":
             write_obj(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces), _colors(mesh))
+        elif suf == ".stl":
+            write_stl(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces))
         else:
-            if isinstance(mesh, MeshArrays):
-                mesh = mesh.to_trimesh()
-            if suf == ".stl":
-                mesh.export(file_obj=str(tmp), file_type="stl")
-            else:
-                gltf = mesh.copy()
-                gltf.vertices = np.asarray(mesh.vertices) @ GLTF_FROM_CAMERA.T
-                gltf.export(file_obj=str(tmp), file_type="glb")
+            write_glb(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces), _colors(mesh))
     return path
 
 
@@ -360,6 +355,76 @@ def write_ply(path, vertices: np.ndarray, faces: np.ndarray, colors: np.ndarray 
             f["count"] = 3
             f["index"] = faces[i:i + WRITE_CHUNK]
             f.tofile(fh)
+
+
+def write_stl(path, vertices: np.ndarray, faces: np.ndarray) -> None:
+    """Binary STL: an 80-byte header of zeros and the triangle count (uint32), then per
+    triangle its unit normal (b - a) x (c - a) / |...| (zero for a degenerate one), its
+    corners a, b, c (float32, little-endian) and a zero attribute count; the layout of
+    trimesh's export, written a chunk of triangles at a time (24 MP: about a tenth of its
+    seconds, docs/decisions.md#outputs-at-scale)."""
+    record = np.dtype([("normal", "<f4", (3,)), ("corners", "<f4", (3, 3)), ("attributes", "<u2")])
+    with open(path, "wb") as fh:
+        fh.write(bytes(80) + np.array([len(faces)], "<u4").tobytes())
+        for i in range(0, len(faces), WRITE_CHUNK):
+            tri = np.asarray(vertices, np.float64)[faces[i:i + WRITE_CHUNK]]      # (k, 3 corners, xyz)
+            normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+            length = np.sqrt(np.einsum("ij,ij->i", normal, normal))
+            normal /= np.where(length > 0, length, np.inf)[:, None]
+            out = np.zeros(len(tri), record)
+            out["normal"] = normal
+            out["corners"] = tri
+            out.tofile(fh)
+
+
+def write_glb(path, vertices: np.ndarray, faces: np.ndarray, colors: np.ndarray | None = None) -> None:
+    """Binary glTF 2.0 (.glb) in glTF's axes (``GLTF_FROM_CAMERA``): one node, one mesh of
+    triangles (``uint32`` indices; no faces: points), ``POSITION`` float32 and ``COLOR_0``
+    normalised RGBA bytes, no material: the layout of trimesh's export, the indices
+    written a chunk at a time (24 MP: a tenth of its seconds, docs/decisions.md#outputs-at-scale)."""
+    import json
+
+    faces = np.asarray(faces)
+    positions = (np.asarray(vertices, np.float64) * np.diag(GLTF_FROM_CAMERA)).astype("<f4")
+    # (attribute or "indices", accessor, the array, the dtype of its bytes), in the buffer's order
+    parts = []
+    if len(faces):
+        parts.append(("indices", {"componentType": 5125, "type": "SCALAR", "count": faces.size,
+                                  "max": [int(faces.max())], "min": [int(faces.min())]}, faces, "<u4"))
+    if len(positions):
+        parts.append(("POSITION", {"componentType": 5126, "type": "VEC3", "count": len(positions),
+                                   "max": positions.max(axis=0).tolist(), "min": positions.min(axis=0).tolist()},
+                      positions, "<f4"))
+        if colors is not None:
+            colors = np.asarray(colors, np.uint8)
+            parts.append(("COLOR_0", {"componentType": 5121, "normalized": True, "type": "VEC4", "count": len(colors),
+                                      "max": colors.max(axis=0).tolist(), "min": colors.min(axis=0).tolist()},
+                          colors, "u1"))
+    doc = {"asset": {"version": "2.0", "generator": "fnin"}, "scene": 0, "scenes": [{}]}
+    offset = 0
+    if parts:            # glTF's arrays are absent rather than empty
+        primitive = {"attributes": {}, "mode": 4 if len(faces) else 0}
+        views = []
+        for k, (role, accessor, array, dtype) in enumerate(parts):
+            accessor["bufferView"] = k
+            if role == "indices":
+                primitive["indices"] = k
+            else:
+                primitive["attributes"][role] = k
+            views.append({"buffer": 0, "byteOffset": offset, "byteLength": array.size * np.dtype(dtype).itemsize})
+            offset += views[-1]["byteLength"]                # every part's bytes are a multiple of 4
+        doc.update(scenes=[{"nodes": [0]}], nodes=[{"mesh": 0}], meshes=[{"primitives": [primitive]}],
+                   accessors=[p[1] for p in parts], bufferViews=views, buffers=[{"byteLength": offset}])
+    text = json.dumps(doc, separators=(",", ":")).encode("ascii")
+    text += b" " * (-len(text) % 4)
+    with open(path, "wb") as fh:
+        fh.write(np.array([0x46546C67, 2, 20 + len(text) + (8 + offset if offset else 0)], "<u4").tobytes())
+        fh.write(np.array([len(text), 0x4E4F534A], "<u4").tobytes() + text)            # "JSON"
+        if offset:
+            fh.write(np.array([offset, 0x004E4942], "<u4").tobytes())                     # "BIN\0"
+        for _, _, array, dtype in parts:
+            for i in range(0, len(array), WRITE_CHUNK):
+                array[i:i + WRITE_CHUNK].astype(dtype, copy=False).tofile(fh)
 
 
 def write_obj(path, vertices: np.ndarray, faces: np.ndarray, colors: np.ndarray | None = None) -> None:

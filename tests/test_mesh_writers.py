@@ -1,4 +1,4 @@
-"""PLY/OBJ writers: the bytes trimesh writes, chunk by chunk, and the exact %.8f / %d text."""
+"""PLY/OBJ/STL/GLB writers: what trimesh writes, chunk by chunk, and the exact %.8f / %d text."""
 
 from __future__ import annotations
 
@@ -31,6 +31,71 @@ def test_obj_and_ply_bytes_equal_trimesh_across_chunks(tmp_path, monkeypatch, nv
     if nv:
         mesh_mod.write_ply(tmp_path / "a.ply", V, F, C)
         assert (tmp_path / "a.ply").read_bytes() == tm.export(file_type="ply", encoding="binary")
+
+
+_STL = np.dtype([("normal", "<f4", (3,)), ("corners", "<f4", (3, 3)), ("attributes", "<u2")])
+
+
+@pytest.mark.parametrize("nf", [0, 1, 7, 9])
+def test_stl_equals_trimesh_across_chunks(tmp_path, monkeypatch, nf):
+    """The header and count bytes, every corner and attribute, and every normal as a number
+    (a zero's sign may differ) are trimesh's; a degenerate triangle gets a zero normal."""
+    monkeypatch.setattr(mesh_mod, "WRITE_CHUNK", 3)
+    V, F, _ = _mesh(np.random.default_rng(nf + 100), 8, nf, False)
+    if nf > 1:
+        F[0] = [2, 2, 5]                                          # degenerate: two corners the same
+    mesh_mod.write_stl(tmp_path / "a.stl", V, F)
+    ours = (tmp_path / "a.stl").read_bytes()
+    theirs = trimesh.Trimesh(vertices=V, faces=F, process=False).export(file_type="stl")
+    assert len(ours) == len(theirs) == 84 + 50 * nf and ours[:84] == theirs[:84]
+    a, b = np.frombuffer(ours, _STL, offset=84), np.frombuffer(theirs, _STL, offset=84)
+    np.testing.assert_array_equal(a["corners"], b["corners"])
+    np.testing.assert_array_equal(a["attributes"], b["attributes"])
+    np.testing.assert_array_equal(a["normal"], b["normal"])
+    if nf > 1:
+        assert not a["normal"][0].any()
+        length = np.linalg.norm(a["normal"].astype(np.float64), axis=1)
+        distinct = (F[:, 0] != F[:, 1]) & (F[:, 1] != F[:, 2]) & (F[:, 0] != F[:, 2])
+        assert distinct.any()
+        np.testing.assert_allclose(length[distinct], 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("nv,nf,colors", [(9, 9, True), (8, 5, False), (6, 0, True), (0, 0, False)])
+def test_glb_reads_back_as_trimeshs_export(tmp_path, monkeypatch, nv, nf, colors):
+    """The GLB loads back (trimesh's reader) with the vertices, faces and colours that
+    trimesh's own export of the same mesh in glTF's axes gives; its chunks are 4-byte
+    aligned and its lengths add up; no faces: a point cloud; nothing: an empty scene."""
+    import json
+    import struct
+
+    monkeypatch.setattr(mesh_mod, "WRITE_CHUNK", 4)
+    V, F, C = _mesh(np.random.default_rng(nv + nf), nv, nf, colors)
+    mesh_mod.write_glb(tmp_path / "a.glb", V, F, C)
+    data = (tmp_path / "a.glb").read_bytes()
+    magic, version, length = struct.unpack("<III", data[:12])
+    jlen, jtype = struct.unpack("<II", data[12:20])
+    assert (magic, version, length, jtype) == (0x46546C67, 2, len(data), 0x4E4F534A) and jlen % 4 == 0
+    doc = json.loads(data[20:20 + jlen])
+    assert doc["asset"]["version"] == "2.0" and all(v != [] for v in doc.values())
+    ours = list(trimesh.load(tmp_path / "a.glb").geometry.values())
+    if not nv:
+        assert ours == [] and len(data) == 20 + jlen
+        return
+    blen, btype = struct.unpack("<II", data[20 + jlen:28 + jlen])
+    assert btype == 0x004E4942 and blen == doc["buffers"][0]["byteLength"] == len(data) - 28 - jlen
+    assert len(ours) == 1
+    np.testing.assert_array_equal(ours[0].vertices, (V * [1, -1, -1]).astype(np.float32))
+    if not nf:      # one vertex per pixel as in .ply and .obj (trimesh's export writes none)
+        assert type(ours[0]).__name__ == "PointCloud"
+        return
+    tm = trimesh.Trimesh(vertices=V @ mesh_mod.GLTF_FROM_CAMERA.T, faces=F, vertex_colors=C, process=False)
+    (tmp_path / "b.glb").write_bytes(tm.export(file_type="glb"))
+    theirs = list(trimesh.load(tmp_path / "b.glb").geometry.values())
+    np.testing.assert_array_equal(ours[0].vertices, theirs[0].vertices)
+    np.testing.assert_array_equal(ours[0].faces, theirs[0].faces)
+    np.testing.assert_array_equal(ours[0].faces, F)
+    if colors:
+        np.testing.assert_array_equal(ours[0].visual.vertex_colors, theirs[0].visual.vertex_colors)
 
 
 @pytest.mark.parametrize("scale", [1e-6, 1.0, 1e3, 1e6, 1e8, 1e10])
