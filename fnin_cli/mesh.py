@@ -67,17 +67,18 @@ def _footprint_cut(z_p, z_q, camera: Camera, step: str):
     return dz > JUMP_FACTOR * footprint
 
 
-def _residual_cut(r_p, r_q, cut: float, z_p, z_q, both, camera: Camera, step: str):
+def _residual_cut(r_p, r_q, cut: float, z, pair, camera: Camera, step: str):
     """Cut where neither endpoint's residual explains the edge (min |r| > cut), where both
-    are finite; the footprint rule (:func:`_footprint_cut` of the depths ``z_p``, ``z_q``)
-    elsewhere, computed only there: an edge without both depths (``both``: where both are
-    finite) is never cut."""
+    are finite; elsewhere the footprint rule of the depths ``z`` at the ``pair`` of slices
+    (p, q), computed only there: an edge without both depths is never cut."""
     res_cut = np.abs(r_p)
     np.minimum(res_cut, np.abs(r_q), out=res_cut)
     res_cut -= cut
     out = res_cut > 0
     other = ~np.isfinite(res_cut)
-    other &= both
+    z_p, z_q = z[pair[0]], z[pair[1]]
+    other &= ~np.isnan(z_p)
+    other &= ~np.isnan(z_q)
     if other.any():
         out[other] = _footprint_cut(z_p[other], z_q[other], camera, step)
     return out
@@ -94,7 +95,6 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
     first pixel, when they are a crop.
     """
     z = np.where(mask, np.asarray(depth, np.float64), np.nan)
-    finite = np.isfinite(z)
     # the four families' pixel pairs (p, q): horizontal, vertical, the two diagonals
     h_p, h_q = (slice(None), slice(None, -1)), (slice(None), slice(1, None))
     v_p, v_q = (slice(None, -1), slice(None)), (slice(1, None), slice(None))
@@ -113,12 +113,10 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
             # the system's residuals r = a * dt + n of each pixel pair, on the whole grid
             # (the same numbers as NormalSystem.residuals where both pixels are in the mask)
             dh, dv = t[:, 1:] - t[:, :-1], t[1:, :] - t[:-1, :]
-            cut_h = _residual_cut(a_u[:, :-1] * dh + nx[:, :-1], a_u[:, 1:] * dh + nx[:, 1:], cut,
-                                  z[h_p], z[h_q],
-                                  finite[h_p] & finite[h_q], camera, "h")
-            cut_v = _residual_cut(a_v[:-1, :] * dv + ny[:-1, :], a_v[1:, :] * dv + ny[1:, :], cut,
-                                  z[v_p], z[v_q],
-                                  finite[v_p] & finite[v_q], camera, "v")
+            cut_h = _residual_cut(a_u[:, :-1] * dh + nx[:, :-1], a_u[:, 1:] * dh + nx[:, 1:], cut, z,
+                                  (h_p, h_q), camera, "h")
+            cut_v = _residual_cut(a_v[:-1, :] * dv + ny[:-1, :], a_v[1:, :] * dv + ny[1:, :], cut, z,
+                                  (v_p, v_q), camera, "v")
         else:
             n_pix = int(mask.sum())
             if any(np.shape(system_residuals[d]) != (n_pix,) for d in ("u+", "u-", "v+", "v-")):
@@ -130,11 +128,9 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
                 return out
 
             cut_h = _residual_cut(img(system_residuals["u+"])[h_p], img(system_residuals["u-"])[h_q],
-                                  cut, z[h_p], z[h_q],
-                                  finite[h_p] & finite[h_q], camera, "h")
+                                  cut, z, (h_p, h_q), camera, "h")
             cut_v = _residual_cut(img(system_residuals["v+"])[v_p], img(system_residuals["v-"])[v_q],
-                                  cut, z[v_p], z[v_q],
-                                  finite[v_p] & finite[v_q], camera, "v")
+                                  cut, z, (v_p, v_q), camera, "v")
 
         if normals is not None:
             g = np.sqrt(camera.K[1, 1] / camera.K[0, 0]) if camera.perspective else 1.0
@@ -144,7 +140,7 @@ def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, syste
                 dt = t[sl_q] - t[sl_p]
                 return _residual_cut(a_d[sl_p] * dt + g * nx[sl_p] * du + ny[sl_p] * dv / g,
                                      a_d[sl_q] * dt + g * nx[sl_q] * du + ny[sl_q] * dv / g, cut,
-                                     z[sl_p], z[sl_q], finite[sl_p] & finite[sl_q], camera, "d")
+                                     z, (sl_p, sl_q), camera, "d")
 
             # (r, c) -> (r+1, c+1): du = +1, dv = +1;  (r, c+1) -> (r+1, c): du = -1, dv = +1
             cut_d1 = diag_cut(d1_p, d1_q, 1.0, 1.0)
@@ -225,9 +221,10 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
     h = m.shape[0]
     first = np.concatenate([[0], np.cumsum(np.count_nonzero(m, axis=1))])   # first vertex of each row
     step = max(1, MESH_BAND_PIXELS // max(1, m.shape[1]))
+    # (b0, b1): the quads of rows b0 .. b1-1, on pixel rows b0 .. b1 (one row: no quads)
+    bands = [(b0, min(b0 + step, h - 1)) for b0 in range(0, h - 1, step)] or ([(0, 0)] if h else [])
     verts, kinds = [], ([], [], [], [])
-    for b0 in range(0, max(h - 1, 1), step):
-        b1 = min(b0 + step, h - 1)            # quads of rows b0 .. b1-1: pixel rows b0 .. b1
+    for b0, b1 in bands:
         sl, mb = slice(b0, b1 + 1), m[b0:b1 + 1]
         points = camera.back_project(np.where(mb, depth[sl], np.nan), origin=(r0 + b0, c0))
         verts.append(points[mb] if b1 == h - 1 else points[:-1][mb[:-1]])
@@ -237,8 +234,8 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
         cuts = edge_cuts(depth[sl], camera, mb, None if normals is None else normals[sl], cut, res, (r0 + b0, c0))
         for kind, faces in zip(kinds, _quad_faces(mb, points, index, cuts)):
             kind.append(faces)
-    vertices = np.concatenate(verts) if verts else np.zeros((0, 3))
-    faces = np.concatenate([f for kind in kinds for f in kind]) if h > 1 else np.zeros((0, 3), np.int64)
+    vertices = np.concatenate(verts) if bands else np.zeros((0, 3))
+    faces = np.concatenate([f for kind in kinds for f in kind]) if bands else np.zeros((0, 3), np.int64)
 
     vertex_colors = None
     if colors and normals is not None:
@@ -364,10 +361,11 @@ def write_stl(path, vertices: np.ndarray, faces: np.ndarray) -> None:
     trimesh's export, written a chunk of triangles at a time (24 MP: about a tenth of its
     seconds, docs/decisions.md#outputs-at-scale)."""
     record = np.dtype([("normal", "<f4", (3,)), ("corners", "<f4", (3, 3)), ("attributes", "<u2")])
+    vertices = np.asarray(vertices, np.float64)
     with open(path, "wb") as fh:
         fh.write(bytes(80) + np.array([len(faces)], "<u4").tobytes())
         for i in range(0, len(faces), WRITE_CHUNK):
-            tri = np.asarray(vertices, np.float64)[faces[i:i + WRITE_CHUNK]]      # (k, 3 corners, xyz)
+            tri = vertices[faces[i:i + WRITE_CHUNK]]      # (k, 3 corners, xyz)
             normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
             length = np.sqrt(np.einsum("ij,ij->i", normal, normal))
             normal /= np.where(length > 0, length, np.inf)[:, None]
