@@ -10,10 +10,10 @@ from plyfile import PlyData
 
 from fnin_cli.data import analytic
 from fnin_cli import io
+from fnin_cli import mesh as mesh_module
 from fnin_cli.camera import Camera
 from fnin_cli.conventions import from_internal
 from fnin_cli.errors import FninError
-from fnin_cli import mesh as mesh_module
 from fnin_cli.mesh import JUMP_FACTOR, build_mesh, edge_cuts, mesh_arrays, write_mesh
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.solvers.system import NormalSystem
