@@ -296,15 +296,12 @@ def write_mesh(path, mesh, force: bool = False) -> Path:
     if suf not in io.MESH_SUFFIXES:
         raise FninError(f"unknown mesh type '{suf or '(none)'}'; use one of {', '.join(io.MESH_SUFFIXES)}", path)
     path = io.check_output(path, force)
+    vertices, faces = np.asarray(mesh.vertices), np.asarray(mesh.faces)
     with io.atomic_path(path) as tmp:
-        if suf == ".ply":
-            write_ply(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces), _colors(mesh))
-        elif suf == ".obj":
-            write_obj(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces), _colors(mesh))
-        elif suf == ".stl":
-            write_stl(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces))
+        if suf == ".stl":       # triangles only
+            write_stl(tmp, vertices, faces)
         else:
-            write_glb(tmp, np.asarray(mesh.vertices), np.asarray(mesh.faces), _colors(mesh))
+            {".ply": write_ply, ".obj": write_obj, ".glb": write_glb}[suf](tmp, vertices, faces, _colors(mesh))
     return path
 
 
