@@ -112,6 +112,12 @@ class RoundsConfig:
     # neighbour trusts are moved to where their neighbours' normals put them; 0: off
     # (docs/decisions.md#sliver-reattach)
     reattach_pixels: int = 16
+    # a steep fold (both normals of an edge within this cosine of grazing) loses the edge
+    # prior in the rounds, and fold_join logits pull it joined: DiLiGenT's chins and spines
+    # stay attached (0.907x bini, no object over the bound), real-like renders 0.95x bini
+    # against 0.98x; None: off (docs/decisions.md#fold-join)
+    fold_cos: float | None = 0.3
+    fold_join: float = 2.0
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

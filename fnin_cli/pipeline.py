@@ -27,6 +27,7 @@ from .resources import kept_heap
 from .solvers.bini import integrate_bini
 from .solvers.linear import AMGCache
 from .solvers.pieces import loose_pieces, pin_pieces, reattach_slivers
+from .solvers.rounds import fold_prior
 from .solvers.registry import DEFAULT_METHOD, METHODS, RunArgs, method_named  # noqa: F401 (METHODS: the API's)
 from .solvers.stage2 import edge_prior
 from .solvers.system import DIRECTIONS, NormalSystem
@@ -328,6 +329,8 @@ def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAU
     and k: ``config.rounds.k`` with that prior, else BiNI's own (``config.solver.k``)."""
     scale = config.rounds.edge_prior
     bias = edge_prior(system, edge_p, scale) if scale is not None and edge_p is not None else None
+    if bias is not None and config.rounds.fold_cos is not None:
+        bias = fold_prior(system, bias, config.rounds.fold_cos, config.rounds.fold_join)
     k = config.rounds.k if bias is not None and config.rounds.k is not None else config.solver.k
     return bias, float(k)
 
