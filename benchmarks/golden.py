@@ -7,6 +7,11 @@ Used to check that a refactoring changes no result::
     python benchmarks/golden.py record /tmp/golden_after
     python benchmarks/golden.py compare /tmp/golden_before /tmp/golden_after
 
+With ``--diligent DIR`` (DiLiGenT's object folders) each object also runs the default,
+the one-shot (``--refine 0``), ``bini`` and ``wls`` (those are DIR's ``<object>_<run>``)::
+
+    python benchmarks/golden.py record /tmp/golden_before --diligent ../shared/data/diligent
+
 Each sample x method writes ``<sample>_<method>.ply`` (mesh), ``_depth.npy`` and
 ``_weights.npy`` with ``--threads 1``, and the ``--json`` record to ``.json``.
 Compare: depth and weights with rtol 1e-5, the JSON records' keys identical, meshes
@@ -34,10 +39,16 @@ RUNS = {
 }
 
 
-def record(out: Path) -> None:
+DILIGENT_RUNS = {name: RUNS[name] for name in ("fnin", "fnin-refine0", "bini", "wls")}
+
+
+def record(out: Path, diligent: Path | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    for sample in sorted((ROOT / "samples").iterdir()):
-        for name, args in RUNS.items():
+    cases = [(sample, RUNS) for sample in sorted((ROOT / "samples").iterdir())]
+    if diligent is not None:
+        cases += [(obj, DILIGENT_RUNS) for obj in sorted(diligent.iterdir()) if (obj / "normal_map.png").exists()]
+    for sample, runs in cases:
+        for name, args in runs.items():
             stem = out / f"{sample.name}_{name}"
             cmd = [sys.executable, "-c", "from fnin_cli.cli import main; main()", "integrate", str(sample), "-o", f"{stem}.ply",
                    "--depth", f"{stem}_depth.npy", "--weights", f"{stem}_weights.npy", "--threads", "1",
@@ -73,6 +84,9 @@ if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] not in ("record", "compare"):
         sys.exit(__doc__)
     if sys.argv[1] == "record":
-        record(Path(sys.argv[2]))
+        extra = sys.argv[3:]
+        if extra and (len(extra) != 2 or extra[0] != "--diligent"):
+            sys.exit(__doc__)
+        record(Path(sys.argv[2]), Path(extra[1]) if extra else None)
     else:
         sys.exit(compare(Path(sys.argv[2]), Path(sys.argv[3])))

@@ -30,7 +30,7 @@ class SolverConfig:
     """The least-squares problem and BiNI's IRLS, as every method uses them."""
 
     # the prior weight lambda: it only settles what the data leave free (perspective; an
-    # orthographic camera scales it to a [-1, 1] image, pipeline.classic_lambda)
+    # orthographic camera scales it to a [-1, 1] image, solvers.system.classic_lambda)
     # (docs/decisions.md#prior-weight)
     lam: float = 1e-3
     # BiNI's sigmoid sharpness k, the baseline's: bini, fnin-s's weights, rounds without the edge prior
@@ -118,6 +118,9 @@ class RoundsConfig:
     # against 0.98x; None: off (docs/decisions.md#fold-join)
     fold_cos: float | None = 0.3
     fold_join: float = 2.0
+    # a fold edge is joined only where the rounds' start agrees with both normals across it
+    # (one-sided residuals at most this); None: every fold edge (docs/decisions.md#fold-join)
+    fold_gate: float | None = None
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

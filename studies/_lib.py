@@ -302,3 +302,33 @@ def measure_rounds(cases, candidates: dict, default_sets: str, large=(), warm_ca
                 Path(a.out).write_text(json.dumps(rec, indent=1))
     rec["summary"] = summarise_sets(rec["sets"], names)
     Path(a.out).write_text(json.dumps(rec, indent=1))
+
+
+def integrate_hooked(inp, config=None, rounds_bias=None, rounds_stop=None, rounds_adjust=None, **kw):
+    """:func:`fnin_cli.pipeline.integrate` with a study's changes to the rounds, which the
+    package's ``integrate`` no longer takes: ``rounds_bias(system, logits) -> logits``
+    (the rounds' prior), ``rounds_stop(round, z_before, z_after) -> bool`` and
+    ``rounds_adjust(z_start, system) -> adjust(round, z, weights) -> z`` (a factory, as the
+    studies wrote them). Built from the package's halves (``pipeline.run_method``,
+    ``solvers.rounds.run_rounds``, ``pipeline.finish``), so every other step is the
+    product's."""
+    from fnin_cli.config import DEFAULT
+    from fnin_cli.pipeline import finish, run_method, with_overrides
+    from fnin_cli.resources import kept_heap
+    from fnin_cli.scale import check_scale
+    from fnin_cli.solvers.rounds import run_rounds
+    from fnin_cli.solvers.system import DataTerm
+
+    mean_depth, depth_at = kw.pop("mean_depth", None), kw.pop("depth_at", None)
+    overrides = {k: kw.pop(k) for k in ("bini_k", "lam", "network_side") if k in kw}
+    check_scale(inp, mean_depth, depth_at)
+    run = run_method(inp, config=with_overrides(DEFAULT if config is None else config, **overrides), **kw)
+    with kept_heap():
+        rounds = None
+        if run.rounds.max_rounds:
+            z = run.out.z
+            rounds = run_rounds(run.system, z, run.out.edge_p, DataTerm(run.lam, z), run.config, run.rounds,
+                                run.out.backend, run.hierarchy, kw.get("progress"), bias=rounds_bias,
+                                stop=rounds_stop,
+                                adjust=rounds_adjust(z, run.system) if rounds_adjust is not None else None)
+        return finish(inp, run, rounds, mean_depth, depth_at)

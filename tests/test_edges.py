@@ -19,7 +19,7 @@ from fnin_cli.train.config import TrainConfig
 from fnin_cli.train.build import build_model
 from fnin_cli.train.loop import export, train
 from fnin_cli.train.feed import make_batch
-from fnin_cli.solvers.system import NormalSystem
+from fnin_cli.solvers.system import DataTerm, NormalSystem
 
 torch.set_num_threads(1)
 
@@ -124,7 +124,7 @@ def test_edge_weights_are_bini_layout_and_reach_stage2():
     unsharpened = replace(paired.one_shot, edge_sharpness=1.0)
     np.testing.assert_allclose(stage2.edge_weights(s, p, unsharpened)["v-"], p[1][inp.mask])
     r = integrate(inp, "fnin", model=model, refine=0, config=paired)       # the one-shot: Stage II alone
-    z, _ = stage2.stage2(s, z_img[inp.mask], w, lam=1e-3, solver="amg")
+    z = stage2.stage2(s, w, DataTerm(1e-3, z_img[inp.mask]), z_img[inp.mask])
     np.testing.assert_allclose(r.z[inp.mask], z, rtol=1e-6, atol=1e-9)
     # without an edge net the attention map still gives the weights
     plain = FNINet(NetConfig()).eval()

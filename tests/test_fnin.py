@@ -13,7 +13,8 @@ from fnin_cli.model import weights as model_weights
 from fnin_cli.camera import Camera
 from fnin_cli.pipeline import build_input, integrate, load_input
 from fnin_cli.data.synthetic import make_scene, relative_error
-from fnin_cli.solvers.system import DIRECTIONS, NormalSystem
+from fnin_cli.solvers.backend import Backend, choose_backend
+from fnin_cli.solvers.system import DIRECTIONS, DataTerm, NormalSystem
 
 SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "samples"
 
@@ -26,7 +27,7 @@ def _jump_scene():
         sc = make_scene(seed, 64, ortho_prob=0.0, noise=False)
         s = NormalSystem(np.nan_to_num(sc.clean_normals), sc.mask, Camera(sc.K))
         gt = sc.unknown[sc.mask]
-        z, _ = s.solve(None, lam=1e-3, method="direct")
+        z, _ = s.solve(None, DataTerm(1e-3), method="direct")
         if sc.mask.sum() > 1500 and relative_error(z, gt) > 0.3:
             return sc, s, gt, relative_error(z, gt)
     raise AssertionError("no scene with jumps")
@@ -39,7 +40,7 @@ def test_stage2_with_true_prior_keeps_the_jumps():
     lam = 1e-3 * s.camera.focal ** 2
     from fnin_cli.solvers.bini import bini_weights
 
-    z, w = stage2.stage2(s, gt.copy(), bini_weights(s, gt), lam=lam, solver="direct")
+    z = stage2.stage2(s, bini_weights(s, gt), DataTerm(lam, gt.copy()), gt.copy(), Backend("direct"))
     assert relative_error(z, gt) < 0.02 < wls_err
 
 
@@ -56,7 +57,7 @@ def test_stage2_attention_weights_with_true_discontinuity_map():
     # paired: 0.5 where both neighbours along an axis are marked
     w = stage2.attention_weights(s, omega)
     assert set(np.unique(np.concatenate([w[d] for d in DIRECTIONS]))) <= {0.0, 0.5, 1.0}
-    z, _ = stage2.stage2(s, gt + 0.0, w, lam=1e-3 * s.camera.focal ** 2, solver="direct")
+    z = stage2.stage2(s, w, DataTerm(1e-3 * s.camera.focal ** 2, gt + 0.0), gt + 0.0, Backend("direct"))
     assert relative_error(z, gt) < 0.05 < wls_err
 
 
@@ -106,9 +107,9 @@ def test_fnin_on_sample_and_refine():
 
 def test_auto_solver_is_amg_on_every_device_and_torch_gets_its_tolerance():
     one = DEFAULT.one_shot
-    assert stage2.pick_solver("auto") == ("amg", one.solve_rtol, 5000)
-    assert stage2.pick_solver("torch:cuda") == ("torch:cuda", one.gpu_solve_rtol, one.gpu_maxiter)
-    assert stage2.pick_solver("direct")[0] == "direct"   # an explicit choice is kept
+    assert choose_backend("auto") == Backend("amg") and Backend("amg").tolerance() == (one.solve_rtol, 5000)
+    assert choose_backend("torch:cuda").tolerance() == (one.gpu_solve_rtol, one.gpu_maxiter)
+    assert choose_backend("direct") == Backend("direct")   # an explicit choice is kept
 
 
 def test_gpu_stage2_tolerance_matches_the_exact_solve():
@@ -120,11 +121,11 @@ def test_gpu_stage2_tolerance_matches_the_exact_solve():
     z_img, om = inference.stage1(model_weights.load_model(None, "cpu"), inp, "cpu")
     zr = z_img[s.mask]
     w = stage2.attention_weights(s, om)
-    exact, _ = stage2.stage2(s, zr, w, lam=1e-3, solver="direct")
+    exact = stage2.stage2(s, w, DataTerm(1e-3, zr), zr, Backend("direct"))
     one = DEFAULT.one_shot
 
     def off(rtol):
-        z, _ = stage2.stage2(s, zr, w, lam=1e-3, solver="torch:cpu", rtol=rtol, maxiter=one.gpu_maxiter)
+        z = stage2.stage2(s, w, DataTerm(1e-3, zr), zr, Backend("torch:cpu"), rtol=rtol, maxiter=one.gpu_maxiter)
         return np.abs((z - z.mean()) - (exact - exact.mean())).mean() / np.abs(exact - exact.mean()).mean()
 
     assert off(one.gpu_solve_rtol) < 1e-3          # measured 1.9e-4 at 1e-4

@@ -18,7 +18,7 @@ from fnin_cli.pipeline import build_input, integrate
 LAMBDA = DEFAULT.solver.lam
 from fnin_cli.solvers.bini import integrate_bini
 from fnin_cli.solvers.wls import integrate_wls
-from fnin_cli.solvers.system import NormalSystem
+from fnin_cli.solvers.system import DataTerm, NormalSystem
 
 SURFACES = ("sphere", "plane", "paraboloid")
 
@@ -68,7 +68,7 @@ def test_orthographic_with_normalised_lambda(name, masked, method):
     inp = _input(surface, cam, masked)
     system = NormalSystem(inp.normals, inp.mask, cam)
     lam = ortho_lambda(cam, SHAPE)
-    r = integrate_wls(system, lam=lam) if method == "wls" else integrate_bini(system, lam=lam)
+    r = integrate_wls(system, DataTerm(lam)) if method == "wls" else integrate_bini(system, term=DataTerm(lam))
     assert_equal_up_to(system.to_image(r.z), surface.depth, inp.mask, "offset", TOL[method])
 
 
@@ -88,7 +88,7 @@ def test_step_bini_recovers_each_side_wls_cannot(kind):
     away = np.abs(u - (STEP_COL - 0.5)) > 2
     errors = {}
     for method in ("wls", "bini"):
-        r = integrate_wls(system, lam=lam) if method == "wls" else integrate_bini(system, lam=lam)
+        r = integrate_wls(system, DataTerm(lam)) if method == "wls" else integrate_bini(system, term=DataTerm(lam))
         depth = cam.depth_from_unknown(system.to_image(r.z))
         errors[method] = [aligned_error(depth, surface.depth, inp.mask & side & away, mode_of(cam))
                           for side in (right, ~right)]

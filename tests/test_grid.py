@@ -11,11 +11,11 @@ import scipy.sparse.linalg as spla
 import torch
 
 from fnin_cli.config import DEFAULT
-from fnin_cli.pipeline import build_input, classic_lambda, integrate
+from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.solvers.bini import bini_weights, integrate_bini
 from fnin_cli.solvers.grid import GridSystem, Multigrid, grid_rounds, grid_solve
-from fnin_cli.solvers.stage2 import pick_solver
-from fnin_cli.solvers.system import DIRECTIONS, NormalSystem
+from fnin_cli.solvers.backend import Backend, choose_backend
+from fnin_cli.solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
 
 from helpers import aligned_error, camera, irregular_mask, smooth_surface, step_surface
 
@@ -41,13 +41,15 @@ def test_grid_operator_and_rhs_are_the_systems(kind):
     grid = GridSystem(system, "cpu")
     w = grid.weights_images(weights)
     x = np.random.default_rng(1).normal(size=system.n)
-    A = system.matrix(weights, lam)
-    np.testing.assert_allclose(grid.vector(grid.stencil(w, lam) @ grid.image(x)), A @ x,
-                               rtol=1e-12, atol=1e-12 * np.abs(A @ x).max())
-    np.testing.assert_allclose(grid.vector(grid.rhs(w)), system.rhs(weights, lam), atol=1e-12)
-    # outside the mask the operator is the identity on zeros: nothing leaks in
-    y = grid.stencil(w, lam) @ grid.image(x)
-    assert float(y[~grid.mask].abs().max()) == 0.0
+    for term in (DataTerm(lam), DataTerm(np.random.default_rng(2).uniform(0, 3 * lam, system.n))):
+        A = system.matrix(weights, term)
+        on_grid = grid.term(term)
+        np.testing.assert_allclose(grid.vector(grid.stencil(w, on_grid) @ grid.image(x)), A @ x,
+                                   rtol=1e-12, atol=1e-12 * np.abs(A @ x).max())
+        # outside the mask the operator is the identity on zeros: nothing leaks in
+        y = grid.stencil(w, on_grid) @ grid.image(x)
+        assert float(y[~grid.mask].abs().max()) == 0.0
+    np.testing.assert_allclose(grid.vector(grid.rhs(w)), system.rhs(weights), atol=1e-12)
 
 
 def test_grid_weights_and_energy_are_bini_s():
@@ -69,7 +71,7 @@ def test_vcycle_is_symmetric_positive_definite():
     many cuts (two coarse levels, Cholesky below)."""
     _, system, weights, lam = _random_system("persp", seed=5)
     grid = GridSystem(system, "cpu")
-    A = grid.stencil(grid.weights_images(weights), lam)
+    A = grid.stencil(grid.weights_images(weights), grid.term(DataTerm(lam)))
     mg = Multigrid(A)
     assert len(mg.levels) >= 2
     eye = np.eye(system.n)
@@ -82,13 +84,14 @@ def test_vcycle_is_symmetric_positive_definite():
 def test_grid_solve_reaches_the_direct_solution(kind):
     _, system, weights, lam = _random_system(kind, seed=6)
     prior = np.random.default_rng(7).normal(size=system.n) * 0.1
-    exact = spla.spsolve(system.matrix(weights, lam).tocsc(), system.rhs(weights, lam, prior))
-    z, info = grid_solve(system, weights, lam, prior, prior, 1e-11, 2000, "cpu")
+    A, b, _ = system.normal_equations(weights, DataTerm(lam, prior))
+    exact = spla.spsolve(A.tocsc(), b)
+    z, info = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-11, 2000, "cpu")
     assert info.residual <= 1e-11 and 0 < info.iterations < 2000
     # same solution up to the nearly free constant (lam is small against the stencil)
     np.testing.assert_allclose(z - z.mean(), exact - exact.mean(), atol=1e-6 * np.abs(exact).max())
     # a start that already solves it takes no iteration (the rounds' fixed-point stop)
-    _, again = grid_solve(system, weights, lam, prior, exact, 1e-6, 2000, "cpu")
+    _, again = grid_solve(system, weights, DataTerm(lam, prior), exact, 1e-6, 2000, "cpu")
     assert again.iterations == 0
 
 
@@ -104,8 +107,8 @@ def test_grid_rounds_match_the_cpu_rounds(kind):
     lam = classic_lambda(inp.camera, inp.shape)
     z0 = integrate(inp, "wls").z[inp.mask]
     mode = "scale" if kind == "persp" else "offset"
-    cpu = integrate_bini(system, k=2.0, z0=z0, lam=lam, z_prior=z0, max_iter=8, tol=1e-4, solver="amg")
-    gpu = grid_rounds(system, z0, 2.0, lam, z0, 8, 1e-4, 1e-3, 5000, None, "cpu")
+    cpu = integrate_bini(system, k=2.0, z0=z0, term=DataTerm(lam, z0), max_iter=8, tol=1e-4, solver="amg")
+    gpu = grid_rounds(system, z0, 2.0, DataTerm(lam, z0), 8, 1e-4, 1e-3, 5000, None, "cpu")
     err = {}
     for name, r in (("cpu", cpu), ("grid", gpu)):
         z = system.to_image(r.z)
@@ -133,21 +136,23 @@ def test_default_pipeline_on_the_grid_agrees_with_the_cpu():
 
 def test_large_maps_on_cuda_pick_the_grid_the_rest_keep_amg():
     big = DEFAULT.solver.gpu_grid_pixels
-    assert pick_solver("auto", DEFAULT, torch.device("cpu"), 10 * big)[0] == "amg"
-    assert pick_solver("auto", DEFAULT, torch.device("cuda"), big)[0] == "grid:cuda"
-    assert pick_solver("auto", DEFAULT, torch.device("cuda", 1), big)[0] == "grid:cuda:1"
-    assert pick_solver("auto", DEFAULT, torch.device("cuda"), big - 1)[0] == "amg"      # DiLiGenT-size maps
+    assert choose_backend("auto", DEFAULT, torch.device("cpu"), 10 * big) == Backend()
+    assert choose_backend("auto", DEFAULT, torch.device("cuda"), big) == Backend(grid="cuda")
+    assert choose_backend("auto", DEFAULT, torch.device("cuda", 1), big) == Backend(grid="cuda:1")
+    assert choose_backend("auto", DEFAULT, torch.device("cuda"), big - 1) == Backend()      # DiLiGenT-size maps
+    assert choose_backend("auto", DEFAULT, None, 10 * big) == Backend()                    # no network: bini, wls
     off = replace(DEFAULT, solver=replace(DEFAULT.solver, gpu_grid_pixels=None))
-    assert pick_solver("auto", off, torch.device("cuda"), 10 * big)[0] == "amg"
-    assert pick_solver("torch:cuda", DEFAULT, torch.device("cuda"), big)[0] == "torch:cuda"
+    assert choose_backend("auto", off, torch.device("cuda"), 10 * big) == Backend()
+    assert choose_backend("torch:cuda", DEFAULT, torch.device("cuda"), big) == Backend("torch:cuda")
+    assert choose_backend("grid:cuda:1") == Backend(grid="cuda:1")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_grid_gives_the_cpu_grid_answer():
     _, system, weights, lam = _random_system("persp", seed=8)
     prior = np.zeros(system.n)
-    z_cpu, i_cpu = grid_solve(system, weights, lam, prior, prior, 1e-8, 2000, "cpu")
-    z_gpu, i_gpu = grid_solve(system, weights, lam, prior, prior, 1e-8, 2000, "cuda")
+    z_cpu, i_cpu = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-8, 2000, "cpu")
+    z_gpu, i_gpu = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-8, 2000, "cuda")
     assert abs(i_gpu.iterations - i_cpu.iterations) <= 2 + 0.1 * i_cpu.iterations
     np.testing.assert_allclose(z_gpu - z_gpu.mean(), z_cpu - z_cpu.mean(), atol=1e-5 * np.abs(z_cpu).max())
 
@@ -170,8 +175,8 @@ def interpreted_kernels(monkeypatch):
 def _fused_and_torch(system, weights, lam, device):
     grid = GridSystem(system, device)
     w = grid.weights_images(weights)
-    A = grid.stencil(w, lam)
-    fused = grid.stencil(w, lam)
+    A = grid.stencil(w, grid.term(DataTerm(lam)))
+    fused = grid.stencil(w, grid.term(DataTerm(lam)))
     A.fused, fused.fused = False, True
     return grid, A, fused
 
@@ -229,14 +234,14 @@ def test_fused_kernels_on_cuda_compute_the_torch_passes():
 def test_recorded_vcycle_replays_the_cycle_on_new_inputs():
     _, system, weights, lam = _random_system("persp", seed=5)
     grid = GridSystem(system, "cuda")
-    A = grid.stencil(grid.weights_images(weights), lam)
+    A = grid.stencil(grid.weights_images(weights), grid.term(DataTerm(lam)))
     eager, recorded = Multigrid(A, graph=False), Multigrid(A, graph=True)
     assert recorded._graph is not None and eager._graph is None
     for seed in (1, 2):      # each replay reads its new input
         b = grid.image(np.random.default_rng(seed).normal(size=system.n))
         v = eager.vcycle(b).clone()
         assert float((recorded.vcycle(b) - v).abs().max()) <= 1e-12 * float(v.abs().max())
-    z, info = grid_solve(system, weights, lam, np.zeros(system.n), np.zeros(system.n), 1e-8, 2000, "cuda")
+    z, info = grid_solve(system, weights, DataTerm(lam, np.zeros(system.n)), np.zeros(system.n), 1e-8, 2000, "cuda")
     assert info.residual <= 1e-8 and np.isfinite(z).all()
 
 
@@ -244,6 +249,7 @@ def test_a_gpu_too_small_for_the_grid_falls_back_to_the_cpu(monkeypatch):
     """The grid's solves need several images of the map's box on the GPU: where the
     allocator runs out, the run goes on on the CPU (and says so) instead of failing."""
     from fnin_cli.errors import FninWarning
+    from fnin_cli.solvers import fnin as fnin_module
     from fnin_cli.solvers import grid as grid_module
 
     cam = camera("persp")
@@ -255,10 +261,14 @@ def test_a_gpu_too_small_for_the_grid_falls_back_to_the_cpu(monkeypatch):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(grid_module, "grid_solve", out_of_memory)      # Stage II
+    networks = []
+    real_outputs = fnin_module.network_outputs
+    monkeypatch.setattr(fnin_module, "network_outputs", lambda *a, **k: networks.append(1) or real_outputs(*a, **k))
     with pytest.warns(FninWarning, match="too little free memory"):
         res = integrate(inp, device="cpu", solver="grid:cpu")
     np.testing.assert_array_equal(res.depth, ref.depth)                # the CPU's run, exactly
     assert any("too little free memory" in w for w in res.warnings)
+    assert len(networks) == 1                                          # the network ran once, not again
     monkeypatch.undo()
     monkeypatch.setattr(grid_module, "grid_rounds", out_of_memory)     # the rounds only
     with pytest.warns(FninWarning, match="too little free memory"):

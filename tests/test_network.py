@@ -281,7 +281,7 @@ def test_bundled_edge_net_beats_uniform_weights_on_held_out_fold_scenes():
     """The shipped edge net's weights make one Stage II solve clearly better than all-ones
     weights (wls with the same prior) on held-out self-occluding scenes: an untrained or
     broken edge net fails this."""
-    from fnin_cli.solvers.system import NormalSystem
+    from fnin_cli.solvers.system import DataTerm, NormalSystem
 
     model = model_weights.load_model(None, "cpu")
     assert model.edges is not None
@@ -293,7 +293,7 @@ def test_bundled_edge_net_beats_uniform_weights_on_held_out_fold_scenes():
         z_img, _, p = inference.network_outputs(model, inp, "cpu")
         zr, gt = z_img[s.mask], sc.unknown[s.mask]
         for weights, acc in ((stage2.edge_weights(s, p), ours), (None, uniform)):
-            z, _ = s.solve(weights, lam=1e-3, z_prior=zr, x0=zr, method="direct")
+            z, _ = s.solve(weights, DataTerm(1e-3, zr), x0=zr, method="direct")
             acc.append(relative_error(z, gt))
     assert np.mean(ours) < 0.9 * np.mean(uniform), (ours, uniform)
 

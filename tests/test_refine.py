@@ -7,12 +7,12 @@ import pytest
 import scipy.sparse.linalg as spla
 
 from fnin_cli.config import DEFAULT
-from fnin_cli.pipeline import build_input, classic_lambda, integrate
+from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.solvers.bini import bini_weights, integrate_bini
 from fnin_cli.solvers.linear import AMGCache, pcg, sa_hierarchy
 from fnin_cli.solvers.registry import BY_NAME, DEFAULT_METHOD
 from fnin_cli.solvers.stage2 import edge_prior
-from fnin_cli.solvers.system import NormalSystem
+from fnin_cli.solvers.system import DataTerm, NormalSystem, classic_lambda
 
 from helpers import aligned_error, camera, step_surface
 
@@ -29,9 +29,9 @@ def test_refreshed_hierarchy_solves_the_new_system_exactly():
     """The prolongators of one set of weights, with Galerkin operators of another, give
     an SPD V-cycle for the new matrix: PCG reaches the direct solution of the new system."""
     inp, _, system, lam = _step_system()
-    A1 = system.matrix(None, lam)
+    A1 = system.matrix(None, DataTerm(lam))
     z = integrate(inp, "wls").z[inp.mask]                   # the weights of a first round
-    A2 = system.matrix(bini_weights(system, z), lam)
+    A2 = system.matrix(bini_weights(system, z), DataTerm(lam))
     ml = sa_hierarchy(A1).refreshed(A2)
     assert (abs(ml.levels[0].A - A2)).max() == 0.0
     M = ml.vcycle
@@ -56,7 +56,7 @@ def test_rounds_with_refreshed_hierarchy_match_fresh_ones(kind):
     mode = "scale" if kind == "persp" else "offset"
     errs = {}
     for reuse in (False, True):
-        r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
+        r = integrate_bini(system, z0=z0, term=DataTerm(lam, z0), max_iter=6, tol=0.0, solver="amg",
                            hierarchy=AMGCache() if reuse else None)
         assert r.iterations == 6
         z = system.to_image(r.z)
@@ -110,8 +110,8 @@ def test_hierarchy_with_only_its_finest_operator_replaced_still_solves_the_new_s
     """with_finest keeps the coarse operators of the old weights: the V-cycle is still
     symmetric positive definite and PCG reaches the new system's solution."""
     inp, _, system, lam = _step_system()
-    A1 = system.matrix(None, lam)
-    A2 = system.matrix(bini_weights(system, integrate(inp, "wls").z[inp.mask]), lam)
+    A1 = system.matrix(None, DataTerm(lam))
+    A2 = system.matrix(bini_weights(system, integrate(inp, "wls").z[inp.mask]), DataTerm(lam))
     old = sa_hierarchy(A1)
     ml = old.with_finest(A2)
     assert len(ml.levels) > 1 and ml.levels[0].A is A2
@@ -139,7 +139,7 @@ def test_rounds_refresh_the_coarse_operators_every_kth_round(monkeypatch, every)
     monkeypatch.setattr(linear.Hierarchy, "with_finest", lambda self, A: calls.append("f") or real_finest(self, A))
     inp, _, system, lam = _step_system()
     z0 = integrate(inp, "wls").z[inp.mask]
-    r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=7, tol=0.0, solver="amg",
+    r = integrate_bini(system, z0=z0, term=DataTerm(lam, z0), max_iter=7, tol=0.0, solver="amg",
                        hierarchy=AMGCache(refresh_every=every))
     assert r.iterations == 7
     assert "".join(calls) == "".join("R" if every and (i - 1) % every == 0 else "f" for i in range(1, 7))
@@ -165,7 +165,7 @@ def test_a_round_that_took_many_iterations_rebuilds_the_hierarchy(monkeypatch, a
     inp, _, system, lam = _step_system()
     z0 = integrate(inp, "wls").z[inp.mask]
     events.clear(), its.clear()
-    r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
+    r = integrate_bini(system, z0=z0, term=DataTerm(lam, z0), max_iter=6, tol=0.0, solver="amg",
                        hierarchy=AMGCache(refresh_every=1, rebuild_after=after))
     assert r.iterations == 6 and len(its) == 6
     built = [i for i in range(6) if i == 0 or (after is not None and its[i - 1] > after)]
@@ -173,7 +173,7 @@ def test_a_round_that_took_many_iterations_rebuilds_the_hierarchy(monkeypatch, a
     if after == 0:
         assert len(built) == 1 + sum(it > 0 for it in its[:-1]) and len(built) > 1
     # the rebuilt rounds end where the refreshed ones do (the same system, tolerance 1e-3)
-    ref = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=6, tol=0.0, solver="amg",
+    ref = integrate_bini(system, z0=z0, term=DataTerm(lam, z0), max_iter=6, tol=0.0, solver="amg",
                          hierarchy=AMGCache(refresh_every=1))
     assert np.max(np.abs(r.z - ref.z)) < 1e-2 * np.ptp(ref.z)
 
@@ -223,7 +223,7 @@ def test_edge_prior_keeps_the_cut_the_plain_rounds_lose(kind):
     mode = "scale" if kind == "persp" else "offset"
 
     def side_errors(bias, rounds):
-        r = integrate_bini(system, z0=z0, lam=lam, z_prior=z0, max_iter=rounds, tol=0.0, solver="amg", bias=bias)
+        r = integrate_bini(system, z0=z0, term=DataTerm(lam, z0), max_iter=rounds, tol=0.0, solver="amg", bias=bias)
         z = system.to_image(r.z)
         est = np.exp(z) if kind == "persp" else z
         return [aligned_error(est, surf.depth, inp.mask & s, mode) for s in (side, ~side)], r
@@ -302,7 +302,7 @@ def test_rounds_stop_at_a_fixed_point_with_the_same_answer():
 
     inp, _, system, lam = _step_system("ortho")
     z0 = integrate(inp, "wls").z[inp.mask]
-    r = integrate_bini(system, k=3.0, z0=z0, lam=lam, z_prior=z0, max_iter=120, tol=0.0, solver="amg",
+    r = integrate_bini(system, k=3.0, z0=z0, term=DataTerm(lam, z0), max_iter=120, tol=0.0, solver="amg",
                        hierarchy=AMGCache(refresh_every=3, rebuild_after=8))
     assert 1 <= r.iterations < 120
     # the same rounds written out, all 120 of them, no stop
@@ -310,7 +310,7 @@ def test_rounds_stop_at_a_fixed_point_with_the_same_answer():
     w, _ = _weights_and_energy(system, z, 3.0)
     its = []
     for _ in range(120):
-        z, info = system.solve(w, lam=lam, z_prior=z0, x0=z, method="amg", rtol=1e-3, hierarchy=h)
+        z, info = system.solve(w, DataTerm(lam, z0), x0=z, method="amg", rtol=1e-3, hierarchy=h)
         its.append(info.iterations)
         if info.iterations > 8:
             h.rebuild = True

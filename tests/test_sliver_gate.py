@@ -8,7 +8,7 @@ from fnin_cli.model import inference
 from fnin_cli.pipeline import build_input
 from fnin_cli.solvers import stage2
 from fnin_cli.solvers.bini import bini_weights
-from fnin_cli.solvers.system import NormalSystem
+from fnin_cli.solvers.system import DataTerm, NormalSystem
 from fnin_cli.data.synthetic import make_scene
 
 from test_edges import _edge_model
@@ -71,7 +71,7 @@ def test_the_gate_keeps_a_rear_surface_off_the_front_one_it_shows_through():
     assert w["u-"][s.index[5, 12]] == pytest.approx(0.5)   # the column: tied both ways
     errors = {}
     for name, weights in (("paired", w), ("gated", stage2.sliver_gate(s, w, 0.2))):
-        zs, _ = s.solve(weights, lam=1e-6, z_prior=z, rtol=1e-10)
+        zs, _ = s.solve(weights, DataTerm(1e-6, z), rtol=1e-10)
         errors[name] = float(np.abs(zs - z)[rear[s.mask]].mean())
     assert errors["paired"] > 5.0          # the rear surface pulled tens of units forward
     assert errors["gated"] < 1e-3
@@ -108,7 +108,7 @@ def test_the_solve_objective_trains_through_the_gate():
     mask = args[1]
     system, lam = _numpy_system(*args)
     gated = stage2.sliver_gate(system, bini_layout(w[0][mask], w[1][mask]), 0.5)
-    zs, _ = system.solve(gated, lam=lam, z_prior=zr[mask], x0=zr[mask], rtol=1e-10)
+    zs, _ = system.solve(gated, DataTerm(lam, zr[mask]), x0=zr[mask], rtol=1e-10)
     loss, grad = _scene_solve_error(*args, w, zr, z, None, 0.0, 0.5)
     zc, gc = zs - zs.mean(), z[mask] - z[mask].mean()
     assert loss == pytest.approx(np.mean(np.abs(zc - gc)) / np.mean(np.abs(gc)), rel=1e-4)

@@ -6,7 +6,7 @@ import pytest
 from fnin_cli.camera import Camera
 from fnin_cli.solvers.bini import bini_weights
 from fnin_cli.data.synthetic import make_scene
-from fnin_cli.solvers.system import DIRECTIONS, NormalSystem
+from fnin_cli.solvers.system import DIRECTIONS, DataTerm, NormalSystem
 
 
 def _system(seed=4, size=40, ortho=False):
@@ -38,8 +38,16 @@ def test_matrix_and_rhs_equal_dense_normal_equations(ortho):
     A, c, W = np.array(rows), np.array(cons), np.diag(wts)
     M = A.T @ W @ A + lam * np.eye(s.n)
     b = -A.T @ W @ c + lam * prior
-    np.testing.assert_allclose(s.matrix(w, lam).toarray(), M, rtol=1e-10, atol=1e-8 * np.abs(M).max())
-    np.testing.assert_allclose(s.rhs(w, lam, prior), b, rtol=1e-10, atol=1e-8 * np.abs(b).max())
+    A_sys, b_sys, ref = s.normal_equations(w, DataTerm(lam, prior))
+    np.testing.assert_allclose(A_sys.toarray(), M, rtol=1e-10, atol=1e-8 * np.abs(M).max())
+    np.testing.assert_allclose(b_sys, b, rtol=1e-10, atol=1e-8 * np.abs(b).max())
+    assert ref == pytest.approx(np.linalg.norm(-A.T @ W @ c), rel=1e-10)     # the data's part alone
+    # a per-pixel weight: the same diagonal, weighted targets
+    cw = rng.uniform(0.0, 2.0, s.n)
+    A_px, b_px, _ = s.normal_equations(w, DataTerm(cw, prior))
+    np.testing.assert_allclose(A_px.toarray(), M - lam * np.eye(s.n) + np.diag(cw), rtol=1e-10,
+                               atol=1e-8 * np.abs(M).max())
+    np.testing.assert_allclose(b_px, -A.T @ W @ c + cw * prior, rtol=1e-10, atol=1e-8 * np.abs(b).max())
 
 
 @pytest.mark.parametrize("method", ["amg", "jacobi", "torch"])
@@ -49,8 +57,8 @@ def test_iterative_solvers_match_direct(method):
     w = bini_weights(s, z0 + np.random.default_rng(1).normal(0, 1e-3, s.n))
     lam = 1e-3 * Camera(s.camera.K).focal ** 2
     prior = np.random.default_rng(2).normal(0, 0.01, s.n)
-    ref, _ = s.solve(w, lam=lam, z_prior=prior, method="direct")
-    z, info = s.solve(w, lam=lam, z_prior=prior, method=method, rtol=1e-10, maxiter=20000)
+    ref, _ = s.solve(w, DataTerm(lam, prior), method="direct")
+    z, info = s.solve(w, DataTerm(lam, prior), method=method, rtol=1e-10, maxiter=20000)
     assert np.max(np.abs(z - ref)) < 1e-6 * (np.ptp(ref) + 1e-12) + 1e-9
 
 
@@ -60,10 +68,10 @@ def test_warm_start_at_prior_is_not_taken_as_converged():
     s, _ = _system(seed=11, size=48)
     lam = 0.1 * s.camera.focal ** 2
     prior = np.full(s.n, 7.3)  # a log-depth offset like DiLiGenT's ln(1500)
-    b_data = s.rhs(None, lam, None)
+    b_data = s.rhs(None)
     assert np.linalg.norm(b_data) < 1e-2 * np.linalg.norm(b_data + lam * prior)  # the trap is set
-    ref, _ = s.solve(None, lam=lam, z_prior=prior, method="direct")
-    z, info = s.solve(None, lam=lam, z_prior=prior, x0=prior, method="jacobi", rtol=1e-2)
+    ref, _ = s.solve(None, DataTerm(lam, prior), method="direct")
+    z, info = s.solve(None, DataTerm(lam, prior), x0=prior, method="jacobi", rtol=1e-2)
     assert info.iterations > 0
     assert np.mean(np.abs(z - ref)) < 0.1 * np.mean(np.abs(prior - ref))
 
@@ -85,10 +93,11 @@ def test_weight_gradients_match_finite_differences():
     prior = rng.normal(size=s.n)
 
     def solve(weights):
-        return spsolve(s.matrix(weights, 1e-2).tocsc(), s.rhs(weights, 1e-2, prior))
+        A, b, _ = s.normal_equations(weights, DataTerm(1e-2, prior))
+        return spsolve(A.tocsc(), b)
 
     z = solve(w)
-    adj = spsolve(s.matrix(w, 1e-2).tocsc(), c)
+    adj = spsolve(s.matrix(w, DataTerm(1e-2)).tocsc(), c)
     g = s.weight_gradients(z, adj)
     eps = 1e-6
     checked = 0
@@ -114,7 +123,7 @@ def test_sa_hierarchy_is_csr_deterministic_and_converges_fast():
     s, _ = _system(seed=5, size=120)
     w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
     lam = 1e-9 * s.camera.focal ** 2
-    A, b = s.matrix(w, lam), s.rhs(w, lam, None)
+    A, b = s.matrix(w, DataTerm(lam)), s.rhs(w)
     ml = sa_hierarchy(A)
     assert len(ml.levels) >= 3
     assert all(level.A.format == "csr" for level in ml.levels)
@@ -142,7 +151,7 @@ def test_prolongator_smoothing_uses_the_gershgorin_bound_of_abs_a():
 
     s, _ = _system(seed=5, size=40)
     w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
-    A = s.matrix(w, 1e-9 * s.camera.focal ** 2)
+    A = s.matrix(w, DataTerm(1e-9 * s.camera.focal ** 2))
     before = A.copy()
     P = sa_hierarchy(A, power_steps=0).levels[0].P
     assert (A != before).nnz == 0 and A.data.min() < 0
@@ -166,7 +175,7 @@ def test_amg_v_cycle_is_symmetric_positive_definite(monkeypatch, sweeps):
 
     s, _ = _system(seed=5, size=60)
     w = bini_weights(s, np.random.default_rng(3).normal(0, 1e-2, s.n))
-    A = s.matrix(w, 1e-9 * s.camera.focal ** 2)
+    A = s.matrix(w, DataTerm(1e-9 * s.camera.focal ** 2))
     M = sa_hierarchy(A).vcycle
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=s.n), rng.normal(size=s.n)
@@ -205,7 +214,7 @@ def test_own_v_cycle_equals_pyamgs(monkeypatch):
     from fnin_cli.solvers.linear import sa_hierarchy
 
     s, _ = _system(seed=7, size=90)
-    A = s.matrix(bini_weights(s, np.random.default_rng(4).normal(0, 1e-2, s.n)), 1e-9 * s.camera.focal ** 2)
+    A = s.matrix(bini_weights(s, np.random.default_rng(4).normal(0, 1e-2, s.n)), DataTerm(1e-9 * s.camera.focal ** 2))
     ml = sa_hierarchy(A)
     r = np.random.default_rng(2).normal(size=s.n)
     assert len(ml.levels) >= 3
@@ -242,7 +251,7 @@ def test_differences_residuals_and_pattern_match_the_edges_on_a_ragged_mask():
     cols = np.concatenate([s.hq, s.hp, s.vq, s.vp, np.arange(s.n)])
     ref = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(s.n, s.n))
     ref.sort_indices()
-    A = s.matrix({d_: rng.uniform(0.1, 1, s.n) for d_ in DIRECTIONS}, 0.5)
+    A = s.matrix({d_: rng.uniform(0.1, 1, s.n) for d_ in DIRECTIONS}, DataTerm(0.5))
     assert A.has_canonical_format
     np.testing.assert_array_equal(A.indptr, ref.indptr)
     np.testing.assert_array_equal(A.indices, ref.indices)
@@ -257,7 +266,7 @@ def test_strength_pattern_gives_pyamgs_aggregates():
     from fnin_cli.solvers.linear import SA_THETA, _strength_pattern, sa_hierarchy
 
     s, _ = _system(seed=5, size=90)
-    A = s.matrix(bini_weights(s, np.random.default_rng(6).normal(0, 1e-2, s.n)), 1e-9 * s.camera.focal ** 2)
+    A = s.matrix(bini_weights(s, np.random.default_rng(6).normal(0, 1e-2, s.n)), DataTerm(1e-9 * s.camera.focal ** 2))
     levels = sa_hierarchy(A).levels
     assert len(levels) >= 3
     for level in levels[:-1]:

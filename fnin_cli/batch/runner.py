@@ -23,7 +23,8 @@ from ..downsample import downsample_input
 from ..errors import FninError, FninWarning, use_cli_messages
 from ..io.formats import probe_shape
 from ..io.layout import input_files
-from ..pipeline import depth_pins, integrate, load_input
+from ..pipeline import integrate, load_input
+from ..scale import depth_pins
 from ..resources import PeakMemory, limit_threads
 from ..solvers.registry import BY_NAME
 from .memory import check_memory

@@ -13,7 +13,8 @@ import numpy as np
 from ..data.synthetic import make_scene
 from ..errors import FninError
 from ..io.layout import FOLDER_NORMALS
-from ..pipeline import build_input, fix_scale, load_input
+from ..pipeline import build_input, load_input
+from ..scale import fix_scale
 
 DILIGENT_OBJECTS = ("bear", "buddha", "cat", "cow", "goblet", "harvest", "pot1", "pot2", "reading")
 DILIGENT_SOURCE = ("the data/Fig7_diligent folder of "

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..config import DEFAULT
 from .linear import AMGCache
-from .system import NormalSystem
+from .system import DataTerm, NormalSystem
 
 _S = DEFAULT.solver   # the defaults below: BiNI as its paper describes it (fnin_cli.config)
 
@@ -67,8 +67,7 @@ def integrate_bini(
     system: NormalSystem,
     k: float = _S.k,
     z0: np.ndarray | None = None,
-    lam: float = _S.lam,
-    z_prior: np.ndarray | None = None,
+    term: DataTerm = DataTerm(_S.lam),
     max_iter: int = _S.max_iter,
     tol: float = _S.tol,
     cg_rtol: float = _S.inner_rtol,
@@ -82,7 +81,8 @@ def integrate_bini(
 ) -> IntegrationResult:
     """BiNI's iteratively reweighted least squares, written from docs/methods.md#equations.
 
-    Starts from ``z0`` (0 = BiNI's own start), solves each round inexactly with
+    Starts from ``z0`` (0 = BiNI's own start), every round's system carrying the data term
+    ``term`` (BiNI's own: lam z^2), solves each round inexactly with
     Jacobi-PCG to ``cg_rtol`` warm-started at the previous z (part of the method: an
     exact inner solve changes the trajectory), updates the weights, and stops when the
     relative change of the weighted energy drops below ``tol``, or once a round's inner
@@ -101,10 +101,9 @@ def integrate_bini(
     """
     t0 = time.perf_counter()
     z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
-    prior = np.zeros(system.n) if z_prior is None else z_prior
 
     def solve(z, weights):
-        z, info = system.solve(weights, lam=lam, z_prior=prior, x0=z, method=solver,
+        z, info = system.solve(weights, term, x0=z, method=solver,
                                rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
         if hierarchy is not None and info.iterations:
             hierarchy.after_solve(info.iterations)

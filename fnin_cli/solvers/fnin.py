@@ -12,22 +12,27 @@ from ..config import DEFAULT, FninVariant, IntegrationConfig
 from ..model.inference import network_outputs
 from ..model.weights import load_model, resolve_device
 from ..resources import kept_heap
+from .backend import CPU, Backend
 from .bini import bini_weights
 from .linear import AMGCache
-from .stage2 import model_weights, pick_solver, stage2
-from .system import NormalSystem
+from .stage2 import model_weights, stage2
+from .system import DataTerm, NormalSystem
 
 
 def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), config: IntegrationConfig = DEFAULT,
-             model=None, device="auto", lam=DEFAULT.solver.lam, solver="auto", stage=None, rtol=None,
-             hierarchy: AMGCache | None = None):
+             model=None, device="auto", lam=DEFAULT.solver.lam, backend: Backend = CPU, stage=None, rtol=None,
+             hierarchy: AMGCache | None = None) -> tuple:
     """Stage I + Stage II as ``variant`` says (default: fnin's). Returns
     (z, weights, discontinuity per pixel, seconds, the edge net's w_u-, w_v- as a
-    (2, H, W) image or None).
-    ``stage(name, step, total)`` is called when the Stage II solve starts; ``rtol``
-    replaces Stage II's tolerance; ``hierarchy`` keeps its AMG hierarchy for rounds that
-    follow (:func:`~fnin_cli.solvers.linear.solve_spd`)."""
+    (2, H, W) image or None, the backend Stage II solved on, notes).
+
+    ``backend``: where Stage II solves; where a grid's GPU runs out of memory the solve
+    runs on the CPU (the network is not run again), the backend returned is then the
+    CPU's and ``notes`` says so. ``stage(name, step, total)`` is called when the Stage II
+    solve starts; ``rtol`` replaces Stage II's tolerance; ``hierarchy`` keeps its AMG
+    hierarchy for rounds that follow (:func:`~fnin_cli.solvers.linear.solve_spd`)."""
     seconds = {}
+    notes = []
     t0 = time.perf_counter()
     dev = resolve_device(device)
     model = model if model is not None else load_model(device=str(dev))
@@ -49,12 +54,19 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
         else:
             if stage is not None:
                 stage("solve", None, None)
-            lin, own_rtol, maxiter = pick_solver(solver, config, net_device, system.n)
+            own_rtol, maxiter = backend.tolerance(config)
             z_r = system.at_pixels(z_img)
             if variant.bini_weights:
                 weights = bini_weights(system, z_r, config.solver.k)
-            z, weights = stage2(system, z_r, weights, lam, lin, own_rtol if rtol is None else rtol, maxiter,
-                                hierarchy, config.solver.grid_coarse_scale)
+            term = DataTerm(lam, z_r)
+
+            def solve(on: Backend):
+                return stage2(system, weights, term, z_r, on, own_rtol if rtol is None else rtol, maxiter,
+                              hierarchy, config.solver.grid_coarse_scale)
+
+            z = backend.or_on_cpu(lambda: solve(backend), lambda: solve(backend.on_cpu()), notes)
             seconds["solve"] = time.perf_counter() - t2
+    if notes or not variant.solve:
+        backend = backend.on_cpu()     # what follows solves where Stage II did
     disc = system.at_pixels(om_img) if om_img is not None and not variant.bini_weights else None
-    return z, weights, disc, seconds, p_img
+    return z, weights, disc, seconds, p_img, backend, notes

@@ -28,7 +28,7 @@ from ..config import DEFAULT
 from . import grid_kernels
 from .bini import IntegrationResult, irls_rounds
 from .linear import SolveInfo
-from .system import DIRECTIONS, NormalSystem
+from .system import DIRECTIONS, DataTerm, NormalSystem
 
 # the coarsest grid has at most this many pixels; it is solved densely (its inverse)
 COARSEST = 1024
@@ -133,11 +133,18 @@ class GridSystem:
 
     # ------------------------------------------------------------ normal equations
 
-    def stencil(self, w: dict, lam: float) -> "Stencil":
-        """The matrix sum_d (a D_d)^T W_d (a D_d) + lam I as a 5-point stencil."""
+    def term(self, term: DataTerm) -> tuple:
+        """A :class:`~fnin_cli.solvers.system.DataTerm` on the grid: (weight, a number or an
+        image; target image, or None where the term pulls towards 0)."""
+        weight = term.weight if np.ndim(term.weight) == 0 else self.image(term.weight)
+        return weight, (None if term.pull() is None else self.image(term.target))
+
+    def stencil(self, w: dict, term: tuple) -> "Stencil":
+        """The matrix sum_d (a D_d)^T W_d (a D_d) + diag(weight) as a 5-point stencil
+        (``term``: :meth:`term`'s)."""
         ch = (w["u+"] * self.a_u ** 2 + _right(w["u-"] * self.a_u ** 2)) * self.eh
         cv = (w["v+"] * self.a_v ** 2 + _down(w["v-"] * self.a_v ** 2)) * self.ev
-        diag = lam * self.active + ch + _shift_right(ch) + cv + _shift_down(cv)
+        diag = term[0] * self.active + ch + _shift_right(ch) + cv + _shift_down(cv)
         return Stencil(diag, ch, cv, self.active)
 
     def rhs(self, w: dict):
@@ -145,17 +152,18 @@ class GridSystem:
         tv = (w["v+"] * self.a_v * self.ny + _down(w["v-"] * self.a_v * self.ny)) * self.ev
         return th - _shift_right(th) + tv - _shift_down(tv)
 
-    def solve(self, w: dict, lam: float, z_prior, x0, rtol: float, maxiter: int,
+    def solve(self, w: dict, term: tuple, x0, rtol: float, maxiter: int,
               coarse_scale: float = DEFAULT.solver.grid_coarse_scale):
-        """Minimise the weighted objective with images ``w`` (:meth:`weights_images`),
-        prior image ``z_prior``, start ``x0``; tolerance relative to the data part of the
-        right-hand side, as :meth:`NormalSystem.solve`; ``coarse_scale``: the
+        """Minimise the weighted objective with images ``w`` (:meth:`weights_images`), the
+        data term ``term`` (:meth:`term`'s), start ``x0``; tolerance relative to the data
+        part of the right-hand side, as :meth:`NormalSystem.solve`; ``coarse_scale``: the
         :class:`Multigrid`'s. Returns (z image, iterations, relative residual)."""
-        A = self.stencil(w, lam)
+        A = self.stencil(w, term)
         b = self.rhs(w)
         ref = float(_norm(b))
-        if z_prior is not None and lam:
-            b = b + lam * z_prior * self.active
+        weight, target = term
+        if target is not None:
+            b = b + weight * target * self.active
         return pcg(A, b, x0, Multigrid(A, coarse_scale).vcycle, rtol, maxiter, ref)
 
 
@@ -400,40 +408,25 @@ def pcg(A: Stencil, b, x0, precondition, rtol: float, maxiter: int, ref_norm: fl
     return x, it, rnorm / bnorm
 
 
-# what a run says when the grid did not fit in the GPU's memory and its solves ran on the CPU
-OUT_OF_MEMORY = ("the GPU had too little free memory for the solves on its pixel grid; they ran on the "
-                 "CPU instead (slower): free GPU memory, or --downsample N")
-
-
-def or_on_cpu(on_grid, on_cpu, notes: list):
-    """``on_grid()``, or, where the GPU's allocator runs out in it, ``on_cpu()`` after its
-    cached blocks are released, with :data:`OUT_OF_MEMORY` appended to ``notes``; any other
-    error is raised. Stage II's and the rounds' fallback (README "Troubleshooting")."""
-    try:
-        return on_grid()
-    except torch.cuda.OutOfMemoryError:
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    notes.append(OUT_OF_MEMORY)
-    return on_cpu()
-
-
-def grid_solve(system: NormalSystem, weights: dict | None, lam: float, z_prior: np.ndarray | None,
-               x0: np.ndarray | None, rtol: float, maxiter: int, device: str,
+def grid_solve(system: NormalSystem, weights: dict | None, term: DataTerm, x0: np.ndarray | None, rtol: float,
+               maxiter: int, device: str,
                coarse_scale: float = DEFAULT.solver.grid_coarse_scale) -> tuple[np.ndarray, SolveInfo]:
-    """:meth:`NormalSystem.solve` on the grid on ``device`` (Stage II's ``grid:DEVICE``,
-    :func:`~fnin_cli.solvers.stage2.stage2`); ``coarse_scale``: the V-cycle's."""
+    """:meth:`NormalSystem.solve` on the grid on ``device`` (Stage II on a grid
+    :class:`~fnin_cli.solvers.backend.Backend`); ``coarse_scale``: the V-cycle's."""
     t0 = time.perf_counter()
     grid = GridSystem(system, device)
-    prior = None if z_prior is None else grid.image(z_prior)
-    start = grid.image(x0) if x0 is not None else (prior if prior is not None else grid.image(np.zeros(system.n)))
+    on_grid = grid.term(term)
+    if x0 is not None:
+        start = grid.image(x0)
+    else:
+        start = grid.image(term.target if term.target is not None else np.zeros(system.n))
     t1 = time.perf_counter()
-    z, it, res = grid.solve(grid.weights_images(weights), lam, prior, start, rtol, maxiter, coarse_scale)
+    z, it, res = grid.solve(grid.weights_images(weights), on_grid, start, rtol, maxiter, coarse_scale)
     out = grid.vector(z)
     return out, SolveInfo(f"grid:{device}", it, res, t1 - t0, time.perf_counter() - t1)
 
 
-def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, lam: float, z_prior: np.ndarray,
+def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, term: DataTerm,
                 max_iter: int, tol: float, cg_rtol: float, cg_maxiter: int = DEFAULT.solver.maxiter,
                 bias: dict | None = None, device: str = "cpu", callback=None,
                 coarse_scale: float = DEFAULT.solver.grid_coarse_scale):
@@ -443,11 +436,11 @@ def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, lam: float, z_pr
     weights are the system's numpy vectors."""
     t0 = time.perf_counter()
     grid = GridSystem(system, device)
-    prior = grid.image(z_prior)
+    on_grid = grid.term(term)
     b = None if bias is None else {a: grid.image(bias[a]) for a in ("u", "v")}
 
     def solve(z, w):
-        z_new, iterations, _ = grid.solve(w, lam, prior, z, cg_rtol, cg_maxiter, coarse_scale)
+        z_new, iterations, _ = grid.solve(w, on_grid, z, cg_rtol, cg_maxiter, coarse_scale)
         return z_new, iterations
 
     z, w, it, history = irls_rounds(solve, lambda z: grid.bini_weights_and_energy(z, k, b), grid.image(z0),

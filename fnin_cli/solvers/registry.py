@@ -20,8 +20,10 @@ from typing import Callable
 
 from ..config import FninVariant, IntegrationConfig, RoundsConfig
 from ..errors import FninError
+from .backend import CPU, Backend
 from .bini import integrate_bini
 from .linear import AMGCache
+from .system import DataTerm
 from .wls import integrate_wls
 
 
@@ -29,9 +31,9 @@ from .wls import integrate_wls
 class RunArgs:
     """What :func:`fnin_cli.pipeline.integrate` passes to every run function."""
 
-    lam: float                 # the prior weight in the system's units (pipeline.classic_lambda)
+    lam: float                 # the prior weight in the system's units (solvers.system.classic_lambda)
     config: IntegrationConfig  # every other constant (fnin_cli.config)
-    solver: str = "auto"
+    backend: Backend = CPU     # where the solves run (solvers.backend, chosen once per run)
     device: str = "auto"
     model: object = None       # an FNINet, or None for the bundled weights
     progress: Callable | None = None
@@ -50,7 +52,7 @@ class MethodOutput:
     iterations: int
     seconds: dict
     edge_p: object = None      # fnin's edge net w_u-, w_v- as a (2, H, W) image (the rounds' prior), or None
-    grid_device: str | None = None  # the device whose grid solver ran Stage II (solvers.grid): the rounds' too
+    backend: Backend = CPU     # where the method's solve ran (a grid's GPU may have fallen back): the rounds' too
     warnings: tuple = ()       # what the run tells the user (the grid fell back to the CPU)
 
 
@@ -98,13 +100,13 @@ class Method:
 
 
 def _run_wls(system, inp, a: RunArgs) -> MethodOutput:
-    r = integrate_wls(system, lam=a.lam, solver=a.solver, rtol=a.config.solver.wls_rtol)
+    r = integrate_wls(system, DataTerm(a.lam), solver=a.backend.linear, rtol=a.config.solver.wls_rtol)
     return MethodOutput(r.z, None, None, 1, {"solve": r.seconds["solve"]})
 
 
 def _run_bini(system, inp, a: RunArgs) -> MethodOutput:
     s = a.config.solver
-    r = integrate_bini(system, k=s.k, lam=a.lam, max_iter=s.max_iter, tol=s.tol, cg_rtol=s.inner_rtol,
+    r = integrate_bini(system, k=s.k, term=DataTerm(a.lam), max_iter=s.max_iter, tol=s.tol, cg_rtol=s.inner_rtol,
                        cg_maxiter=s.maxiter, solver=s.inner_solver,
                        callback=(lambda i, e, z: a.progress(i)) if a.progress else None)
     return MethodOutput(r.z, r.weights, None, r.iterations, {"solve": r.seconds["solve"]})
@@ -112,27 +114,12 @@ def _run_bini(system, inp, a: RunArgs) -> MethodOutput:
 
 def _run_fnin(variant: FninVariant, system, inp, a: RunArgs) -> MethodOutput:
     # imported here so that wls and bini runs never import torch (tests/test_layout.py)
-    from ..model.weights import resolve_device
     from .fnin import run_fnin
-    from .stage2 import pick_solver
 
-    # Stage II's solver, picked once here: run_fnin takes it as given, and the rounds solve
-    # where Stage II did
-    device = next(a.model.parameters()).device if a.model is not None else resolve_device(a.device)
-    lin = pick_solver(a.solver, a.config, device, system.n)[0]
-    run = partial(run_fnin, system, inp, variant, a.config, model=a.model, device=a.device, lam=a.lam,
-                  stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy)
-    notes = []
-    if lin.startswith("grid"):
-        from .grid import or_on_cpu
-
-        # where the GPU cannot hold the grid: the whole method again with Stage II on the CPU
-        z, weights, disc, seconds, p_img = or_on_cpu(lambda: run(solver=lin), lambda: run(solver="amg"), notes)
-        lin = "amg" if notes else lin
-    else:
-        z, weights, disc, seconds, p_img = run(solver=lin)
-    grid = (lin.partition(":")[2] or "cpu") if variant.solve and lin.startswith("grid") else None
-    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, grid, tuple(notes))
+    z, weights, disc, seconds, p_img, backend, notes = run_fnin(
+        system, inp, variant, a.config, model=a.model, device=a.device, lam=a.lam, backend=a.backend,
+        stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy)
+    return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, backend, tuple(notes))
 
 
 # bytes per masked pixel: measured peaks, raised ~15-20 % (studies/memory-estimate/;

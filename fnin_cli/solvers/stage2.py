@@ -13,30 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import DEFAULT, IntegrationConfig, OneShotConfig
+from ..config import DEFAULT, OneShotConfig
+from .backend import CPU, Backend
 from .bini import bini_layout
 from .linear import AMGCache
-from .system import NormalSystem
-
-def pick_solver(solver: str, config: IntegrationConfig = DEFAULT, device=None, pixels: int = 0) -> tuple:
-    """(linear solver, rtol, maxiter) for Stage II.
-
-    ``auto`` is AMG-PCG on the CPU (docs/decisions.md#stage2-on-cpu), or, when the network
-    ran on a CUDA ``device`` and the map has at least ``SolverConfig.gpu_grid_pixels``
-    masked ``pixels``, multigrid-PCG on the pixel grid on that device, ``grid:DEVICE``
-    (:mod:`.grid`; docs/decisions.md#grid-on-gpu). An explicit ``torch[:device]`` gets
-    ``OneShotConfig.gpu_solve_rtol``.
-    """
-    one = config.one_shot
-    if solver == "auto":
-        least = config.solver.gpu_grid_pixels
-        if (device is not None and getattr(device, "type", str(device)).startswith("cuda")
-                and least is not None and pixels >= least):
-            return f"grid:{device}", one.solve_rtol, config.solver.maxiter
-        return "amg", one.solve_rtol, config.solver.maxiter
-    if solver.startswith("torch"):
-        return solver, one.gpu_solve_rtol, one.gpu_maxiter
-    return solver, one.solve_rtol, config.solver.maxiter
+from .system import DataTerm, NormalSystem
 
 
 def sharpen(p: np.ndarray, a: float) -> np.ndarray:
@@ -169,20 +150,17 @@ def model_weights(system: NormalSystem, p_img, omega_img, one_shot: OneShotConfi
     return edge_weights(system, p_img, one_shot) if p_img is not None else attention_weights(system, omega_img)
 
 
-def stage2(system: NormalSystem, z_r: np.ndarray, weights: dict, lam: float = DEFAULT.solver.lam,
-           solver: str = "amg", rtol: float = DEFAULT.one_shot.solve_rtol, maxiter: int = DEFAULT.solver.maxiter,
-           hierarchy: AMGCache | None = None, coarse_scale: float = DEFAULT.solver.grid_coarse_scale) -> tuple:
-    """One WLS solve with ``weights`` and the prior z_R, warm-started at z_R: the
-    network's (:func:`model_weights`; fnin), or BiNI's from z_R
-    (:func:`~fnin_cli.solvers.bini.bini_weights`; fnin-s). ``hierarchy``: see
-    :func:`~fnin_cli.solvers.linear.solve_spd`; ``coarse_scale``: the grid V-cycle's
-    (``grid:`` solvers). Returns (z, weights)."""
-    if solver.startswith("grid"):
-        from .grid import grid_solve   # torch: only for this solver
+def stage2(system: NormalSystem, weights: dict, term: DataTerm, x0: np.ndarray, backend: Backend = CPU,
+           rtol: float = DEFAULT.one_shot.solve_rtol, maxiter: int = DEFAULT.solver.maxiter,
+           hierarchy: AMGCache | None = None, coarse_scale: float = DEFAULT.solver.grid_coarse_scale) -> np.ndarray:
+    """One WLS solve with ``weights`` and the data term ``term`` (the prior lam (z - z_R)^2),
+    started at ``x0`` (z_R): the network's weights (:func:`model_weights`; fnin), or BiNI's
+    from z_R (:func:`~fnin_cli.solvers.bini.bini_weights`; fnin-s). ``backend``: where it
+    solves (on a grid: ``coarse_scale`` is the V-cycle's); ``hierarchy``: see
+    :func:`~fnin_cli.solvers.linear.solve_spd`. Returns z."""
+    if backend.on_grid:
+        from . import grid   # torch: only for this backend; a module attribute, so tests can replace it
 
-        z, _ = grid_solve(system, weights, lam, z_r, z_r, rtol, maxiter, solver.partition(":")[2] or "cpu",
-                          coarse_scale)
-        return z, weights
-    z, _ = system.solve(weights, lam=lam, z_prior=z_r, x0=z_r, method=solver, rtol=rtol, maxiter=maxiter,
-                        hierarchy=hierarchy)
-    return z, weights
+        return grid.grid_solve(system, weights, term, x0, rtol, maxiter, backend.grid, coarse_scale)[0]
+    return system.solve(weights, term, x0=x0, method=backend.linear, rtol=rtol, maxiter=maxiter,
+                        hierarchy=hierarchy)[0]

@@ -1,12 +1,15 @@
-"""The weighted least-squares system of one masked normal map (:class:`NormalSystem`).
+"""The weighted least-squares system of one masked normal map (:class:`NormalSystem`) and
+its data terms (:class:`DataTerm`).
 
 For a masked normal map it minimises over the unknown z (log-depth or depth)
 
     sum_p  w_u+/2 (a_u dU+ z + n_x)^2 + w_u-/2 (a_u dU- z + n_x)^2
-         + w_v+/2 (a_v dV+ z + n_y)^2 + w_v-/2 (a_v dV- z + n_y)^2  +  lam/2 (z - z_prior)^2
+         + w_v+/2 (a_v dV+ z + n_y)^2 + w_v-/2 (a_v dV- z + n_y)^2  +  c_p/2 (z - t_p)^2
 
-(a one-sided difference exists only where both pixels are in the mask). The normal
-equations are a symmetric positive-definite 5-point system. Everything is vectorised
+(a one-sided difference exists only where both pixels are in the mask). The last sum is
+the data term: a weight c_p and a target t_p per pixel (:class:`DataTerm`; every method's
+prior lam (z - z_start)^2 is one, with a constant weight). The normal equations are a
+symmetric positive-definite 5-point system. Everything is vectorised
 over pixels, each reading its neighbours from arrays built once per mask (the right one
 is the next pixel in row-major order): the sparsity pattern is built once and each new
 set of weights only refills the matrix values (docs/decisions.md#rounds-pass). See
@@ -16,6 +19,7 @@ docs/methods.md.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +32,63 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 DIRECTIONS = ("u+", "u-", "v+", "v-")
+
+
+def classic_lambda(camera: Camera, shape, lam: float = DEFAULT.solver.lam) -> float:
+    """The tiny definiteness prior ``lam`` of every method in the system's normal units.
+
+    Perspective: lambda as it is (docs/methods.md#equations). Orthographic: lambda with the image scaled to
+    [-1, 1], since an absolute 1e-3 flattened results (docs/decisions.md#prior-weight).
+
+    Examples
+    --------
+    >>> classic_lambda(Camera(None, 1.0), (100, 200), 1e-3) == 1e-3 * (2.0 / 200) ** 2
+    True
+    """
+    if camera.perspective:
+        return lam
+    return lam * (2.0 / (camera.pixel_size * max(shape))) ** 2
+
+
+@dataclass(frozen=True)
+class DataTerm:
+    """The term sum_p weight_p / 2 (z_p - target_p)^2 of the objective over the masked pixels.
+
+    It adds ``weight`` to the normal equations' diagonal and ``weight * target`` to their
+    right-hand side. Every method has one: the tiny prior lam (z - z_start)^2 that settles
+    what the normals leave free (docs/methods.md#equations); :meth:`plus` adds another
+    (one term with the weights summed and the targets weighted).
+
+    Parameters
+    ----------
+    weight : float or ndarray
+        One weight for every pixel, or one per masked pixel (n,); >= 0.
+    target : ndarray, optional
+        The target per masked pixel (n,); None: 0 everywhere.
+
+    Examples
+    --------
+    >>> t = DataTerm(1.0, np.zeros(3)).plus(DataTerm(np.array([0.0, 1.0, 3.0]), np.full(3, 4.0)))
+    >>> t.weight.tolist(), t.target.tolist()
+    ([1.0, 2.0, 4.0], [0.0, 2.0, 3.0])
+    """
+
+    weight: float | np.ndarray
+    target: np.ndarray | None = None
+
+    def pull(self):
+        """weight * target: the term's share of the right-hand side (None where the target is 0)."""
+        return None if self.target is None or not np.any(self.weight) else self.weight * self.target
+
+    def plus(self, other: "DataTerm") -> "DataTerm":
+        """One term equal to the sum of this and ``other`` (up to a constant)."""
+        weight = self.weight + other.weight
+        pull = [p for p in (self.pull(), other.pull()) if p is not None]
+        if not pull:
+            return DataTerm(weight)
+        total = pull[0] if len(pull) == 1 else pull[0] + pull[1]
+        return DataTerm(weight, np.divide(total, weight, out=np.zeros_like(total, dtype=np.float64),
+                                          where=np.broadcast_to(weight, np.shape(total)) > 0))
 
 
 class NormalSystem:
@@ -149,8 +210,8 @@ class NormalSystem:
         np.copyto(v[:-1], 0.0, where=g.lacks["v+"])
         return h, v
 
-    def matrix(self, weights: dict | None, lam: float) -> sp.csr_matrix:
-        """The SPD matrix sum_d (a D_d)^T W_d (a D_d) + lam I."""
+    def matrix(self, weights: dict | None, term: DataTerm) -> sp.csr_matrix:
+        """The SPD matrix sum_d (a D_d)^T W_d (a D_d) + diag(term.weight)."""
         import scipy.sparse as sp   # here, not at import: `fnin --help` need not load scipy
 
         g = self._grid()
@@ -162,13 +223,14 @@ class NormalSystem:
         np.add(h[1:], h[:-1], out=stencil[2])
         stencil[2] += v[:-1]
         stencil[2] += up
-        stencil[2] += lam
+        stencil[2] += term.weight
         np.negative(h[1:], out=stencil[3])
         np.negative(v[:-1], out=stencil[4])
         indptr, indices, gather = self._csr_pattern()
         return sp.csr_matrix((stencil.ravel().take(gather), indices, indptr), shape=(self.n, self.n))
 
-    def rhs(self, weights: dict | None, lam: float, z_prior=None) -> np.ndarray:
+    def rhs(self, weights: dict | None) -> np.ndarray:
+        """The data's right-hand side sum_d (a D_d)^T W_d (-n_d) (without a data term's)."""
         g = self._grid()
         if weights is None:
             h, v = self._stencil_sums(None, self.a_u * self.nx, self.a_v * self.ny)
@@ -179,33 +241,37 @@ class NormalSystem:
         b = h[1:] - h[:-1]
         b += v[:-1]
         b -= v[g.up]
-        if z_prior is not None and lam:
-            b = b + lam * z_prior
         return b
+
+    def normal_equations(self, weights: dict | None, term: DataTerm) -> tuple:
+        """(A, b, ref): the matrix, the right-hand side with the data term's share, and the
+        norm of the data's part alone, to which solves measure their tolerance (with a warm
+        start at the term's target, its share would otherwise make any start look converged)."""
+        A = self.matrix(weights, term)
+        b = self.rhs(weights)
+        ref = np.sqrt(dot(b, b))
+        pull = term.pull()
+        if pull is not None:
+            b = b + pull
+        return A, b, ref
 
     def solve(
         self,
         weights: dict | None = None,
-        lam: float = DEFAULT.solver.lam,
-        z_prior: np.ndarray | None = None,
+        term: DataTerm = DataTerm(DEFAULT.solver.lam),
         x0: np.ndarray | None = None,
         method: str = "amg",
         rtol: float = 1e-6,
         maxiter: int = DEFAULT.solver.maxiter,
         hierarchy: AMGCache | None = None,
     ) -> tuple[np.ndarray, SolveInfo]:
-        """Minimise the weighted objective; returns (z, info). ``hierarchy``: see
+        """Minimise the weighted objective with the data term ``term``; returns (z, info),
+        started at ``x0`` (None: the term's target, else 0). ``hierarchy``: see
         :func:`~fnin_cli.solvers.linear.solve_spd` (AMG reused across IRLS rounds)."""
         t0 = time.perf_counter()
-        A = self.matrix(weights, lam)
-        b = self.rhs(weights, lam, None)
-        # tolerance relative to the data part of the right-hand side: with a warm start
-        # at z_prior, lam * z_prior would otherwise make any x0 look converged
-        ref = np.sqrt(dot(b, b))
-        if z_prior is not None and lam:
-            b = b + lam * z_prior
+        A, b, ref = self.normal_equations(weights, term)
         if x0 is None:
-            x0 = z_prior if z_prior is not None else np.zeros(self.n)
+            x0 = term.target if term.target is not None else np.zeros(self.n)
         return solve_spd(A, b, x0, method=method, rtol=rtol, maxiter=maxiter, t0=t0, ref_norm=ref,
                          hierarchy=hierarchy)
 

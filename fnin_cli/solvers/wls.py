@@ -7,12 +7,12 @@ import time
 
 from ..config import DEFAULT
 from .bini import IntegrationResult
-from .system import NormalSystem
+from .system import DataTerm, NormalSystem
 
 
-def integrate_wls(system: NormalSystem, lam: float = DEFAULT.solver.lam, z_prior=None, solver: str = "amg",
+def integrate_wls(system: NormalSystem, term: DataTerm = DataTerm(DEFAULT.solver.lam), solver: str = "amg",
                   rtol: float = DEFAULT.solver.wls_rtol) -> IntegrationResult:
-    """Smooth 4-direction least squares (all weights 1)."""
+    """Smooth 4-direction least squares (all weights 1) with the data term ``term``."""
     t0 = time.perf_counter()
-    z, info = system.solve(None, lam=lam, z_prior=z_prior, method=solver, rtol=rtol)
+    z, info = system.solve(None, term, method=solver, rtol=rtol)
     return IntegrationResult(z, None, 1, {"solve": time.perf_counter() - t0})

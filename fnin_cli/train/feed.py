@@ -62,9 +62,9 @@ def teacher_weights(scene, rounds: int = 0, model: str = "") -> np.ndarray:
     ``fnin integrate --refine rounds`` computes)."""
     from ..camera import Camera
     from ..model.weights import load_model   # cached per process
-    from ..pipeline import build_input, classic_lambda, integrate
+    from ..pipeline import build_input, integrate
     from ..solvers.bini import bini_weights, integrate_bini
-    from ..solvers.system import NormalSystem
+    from ..solvers.system import DataTerm, NormalSystem, classic_lambda
 
     out = np.zeros((2,) + scene.mask.shape, np.float32)
     if rounds:
@@ -77,7 +77,8 @@ def teacher_weights(scene, rounds: int = 0, model: str = "") -> np.ndarray:
     else:
         cam = Camera(scene.K, 1.0)
         mask = scene.mask
-        weights = integrate_bini(NormalSystem(scene.normals, mask, cam), lam=classic_lambda(cam, mask.shape)).weights
+        weights = integrate_bini(NormalSystem(scene.normals, mask, cam),
+                                 term=DataTerm(classic_lambda(cam, mask.shape))).weights
     out[0][mask] = weights["u-"]
     out[1][mask] = weights["v-"]
     return out

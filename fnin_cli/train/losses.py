@@ -12,11 +12,10 @@ from .. import config as integration
 from ..camera import Camera
 from ..data.synthetic import object_groups
 from ..model.geometry import Level, backproject_t, bini_targets, masked_mean, point_normals
-from ..pipeline import classic_lambda
 from ..solvers.bini import bini_layout
 from ..solvers.linear import amg_preconditioner, pcg
 from ..solvers.stage2 import neighbour_weights, sliver_gate
-from ..solvers.system import NormalSystem
+from ..solvers.system import DataTerm, NormalSystem, classic_lambda
 from .config import TrainConfig
 
 
@@ -164,10 +163,9 @@ def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=
     zr = zr_img.astype(np.float64)[m]
     paired = bini_layout(w[0][m], w[1][m])
     weights = paired if gate is None else sliver_gate(system, paired, gate)
-    A = system.matrix(weights, lam)
-    rhs = system.rhs(weights, lam, None)
+    A, b, ref = system.normal_equations(weights, DataTerm(lam, zr))    # Stage II's system, as inference assembles it
     M = amg_preconditioner(A)
-    z, _, _ = pcg(A, rhs + lam * zr, zr, M, rtol=1e-6, ref_norm=float(np.sqrt(rhs @ rhs)))
+    z, _, _ = pcg(A, b, zr, M, rtol=1e-6, ref_norm=ref)
     gt = zgt_img.astype(np.float64)[m]
     groups = object_groups(None if objects_img is None else objects_img[m])
     loss, dz = 0.0, np.zeros_like(z)

@@ -10,7 +10,8 @@ unknown unchanged); no module global is assigned.
 import sys, numpy as np
 from dataclasses import replace
 from fnin_cli.config import DEFAULT
-from fnin_cli.pipeline import integrate
+sys.path.insert(0, "studies")
+from _lib import integrate_hooked  # the rounds hooks: studies/_lib.py
 from fnin_cli.bench.cases import resolve_cases, align_and_errors
 from fnin_cli.resources import limit_threads
 
@@ -29,11 +30,11 @@ with limit_threads(1):
     for case in cases:
         inp, gt = case.load()
         r = Rec()
-        res = integrate(inp, rounds_adjust=r.adjust_factory)
+        res = integrate_hooked(inp, rounds_adjust=r.adjust_factory)
         errs = []
         for n in range(0, 9):
             cfg = replace(DEFAULT, rounds=DEFAULT.rounds.fixed(n)) if n else None
-            rr = integrate(inp, config=cfg, refine=0 if n == 0 else None)
+            rr = integrate_hooked(inp, config=cfg, refine=0 if n == 0 else None)
             errs.append(align_and_errors(rr.depth, gt, inp.mask, inp.camera.perspective)["made"])
         print(case.name, "E1/E1_0:", " ".join(f"{x:.3f}" for x in r.e))
         print(" " * len(case.name), "err r0..8:", " ".join(f"{x:.3f}" for x in errs), flush=True)

@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
@@ -25,7 +26,10 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 from fnin_cli.bench.cases import align_and_errors, mesh_view_set, resolve_cases  # noqa: E402
 from fnin_cli.data import mesh_scenes, real_like  # noqa: E402
-from fnin_cli.pipeline import build_input, integrate  # noqa: E402
+from fnin_cli.pipeline import build_input  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # studies/: the shared _lib
+from _lib import integrate_hooked  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
 from fnin_cli.config import DEFAULT  # noqa: E402
@@ -85,7 +89,7 @@ def run_scene(inp, score, out, name):
     shift = len(out) % len(order)   # rotated order per scene
     for c in order[shift:] + order[:shift]:
         t = time.perf_counter()
-        res = integrate(inp, **_fresh(CONFIGS[c]))
+        res = integrate_hooked(inp, **_fresh(CONFIGS[c]))
         sec = time.perf_counter() - t
         rec[c] = {"error": score(res.depth), "seconds": sec, "rounds": res.rounds}
     out[name] = rec
@@ -130,7 +134,7 @@ def guard(args):
         rec = {}
         for c in CONFIGS:
             t = time.perf_counter()
-            res = integrate(inp, **_fresh(CONFIGS[c]))
+            res = integrate_hooked(inp, **_fresh(CONFIGS[c]))
             sec = time.perf_counter() - t
             rec[c] = {"made_mm": align_and_errors(res.depth, gt, inp.mask, inp.camera.perspective)["made"],
                       "seconds": sec, "rounds": res.rounds}
