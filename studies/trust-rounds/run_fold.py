@@ -88,6 +88,14 @@ CUT = {"today": {"config": DEFAULT}}
 for _tau in TAUS:
     _c = CutStop(_tau)
     CUT[f"cut{_tau}"] = {"config": DEFAULT, "rounds_bias": _c.bias, "rounds_stop": _c.stop}
+# the sixth rule (FOLD_OR_JUMP.md "Sixth rule", round 4): join30 shipped as the default under
+# the round-4 ruling; the candidate joins only the fold edges the rounds' start left joined
+NOJOIN = replace(DEFAULT, rounds=replace(DEFAULT.rounds, fold_cos=None))
+SIXTH = {
+    "today": {"config": NOJOIN},                                                        # round 3's default
+    "join30": {"config": DEFAULT},                                                      # shipped: fold_cos 0.3, join 2
+    "gate1": {"config": replace(DEFAULT, rounds=replace(DEFAULT.rounds, fold_gate=1.0))},
+}
 SUITE_SEED = 31_003                  # fresh error draws for the real-like suite
 MESH_SEED0 = VAL_SEED0 + 3_133_000   # fresh validation-mesh scenes
 
@@ -103,14 +111,15 @@ if __name__ == "__main__":
     ap.add_argument("--out", required=True)
     ap.add_argument("--suite-seed", type=int, default=SUITE_SEED)
     ap.add_argument("--mesh-seed0", type=int, default=MESH_SEED0)
-    ap.add_argument("--configs", choices=["first", "second", "third", "fourth", "fifth", "gap", "cut"], default="first")
+    ap.add_argument("--configs", choices=["first", "second", "third", "fourth", "fifth", "gap", "cut", "sixth"], default="first")
     ap.add_argument("--data", default="/work/shared/data/diligent")
     ap.add_argument("--bini", default=os.path.join(HERE, "results", "diligent_adopted.json"),
                     help="a `fnin bench diligent --methods default,bini,wls --json` record (bini is unchanged)")
     args = ap.parse_args()
     tr.CONFIGS.clear()           # trust-rounds' script table, not a package global
     if args.configs != "first":
-        CONFIGS = {"second": SECOND, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "gap": GAP, "cut": CUT}[args.configs]
+        CONFIGS = {"second": SECOND, "third": THIRD, "fourth": FOURTH, "fifth": FIFTH, "gap": GAP, "cut": CUT,
+                   "sixth": SIXTH}[args.configs]
     tr.CONFIGS.update(CONFIGS)
     with threadpool_limits(1):
         import torch
