@@ -12,7 +12,7 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; date
 D=runs/devdata/diligent
 timeout 200 python3 -m pytest -q -p no:cacheprovider -x \
   tests/test_fnin.py::test_cuda_gives_the_cpu_answer tests/test_network.py::test_cuda_training_tracks_cpu_training \
-  tests/test_resources.py tests/test_sliver_gate.py tests/test_refine.py 2>&1 | tee $OUT/pytest.log | tail -5
+  tests/test_resources.py tests/test_sliver_gate.py tests/test_rounds.py 2>&1 | tee $OUT/pytest.log | tail -5
 date
 timeout 120 python3 -m fnin_cli bench diligent --data $D --device cuda --methods default,fnin,bini --refine 0 \
   --json $OUT/diligent_cuda.json 2>&1 | tail -25

@@ -156,6 +156,23 @@ class Camera:
         return Camera(K, self.pixel_size)
 
 
+def intrinsics(shape, fx: float, fy: float | None = None, cx: float | None = None, cy: float | None = None) -> np.ndarray:
+    """K from focal lengths in pixels (``--fx/--fy/--cx/--cy``): fy defaults to fx, the
+    principal point to the image centre ((w - 1) / 2, (h - 1) / 2).
+
+    Examples
+    --------
+    >>> intrinsics((480, 640), 500.0).tolist()
+    [[500.0, 0.0, 319.5], [0.0, 500.0, 239.5], [0.0, 0.0, 1.0]]
+    """
+    h, w = shape
+    fx = float(fx)
+    fy = float(fy) if fy is not None else fx
+    cx = float(cx) if cx is not None else (w - 1) / 2
+    cy = float(cy) if cy is not None else (h - 1) / 2
+    return np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+
+
 def normals_from_depth(depth: np.ndarray, camera: Camera) -> np.ndarray:
     """Unit normals (OpenCV frame, facing the camera) of a depth map by central differences."""
     P = camera.back_project(depth)

@@ -118,9 +118,6 @@ class RoundsConfig:
     # against 0.98x; None: off (docs/decisions.md#fold-join)
     fold_cos: float | None = 0.3
     fold_join: float = 2.0
-    # a fold edge is joined only where the rounds' start agrees with both normals across it
-    # (one-sided residuals at most this); None: every fold edge (docs/decisions.md#fold-join)
-    fold_gate: float | None = None
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

@@ -14,14 +14,30 @@ import numpy as np
 from .errors import FninError
 
 
+def downsample_pins(depth_at, factor: int):
+    """``--depth-at`` pixels of the full-resolution map as pixels of the map at 1/``factor``:
+    the block holding each (the depth is kept).
+
+    Examples
+    --------
+    >>> downsample_pins([(10, 7, 2.5)], 4)
+    [(2, 1, 2.5)]
+    """
+    from .scale import depth_pins
+
+    if depth_at is None or int(factor) <= 1:
+        return depth_at
+    return [(r // factor, c // factor, d) for r, c, d in depth_pins(depth_at)]
+
+
 def downsample_input(inp, factor: int):
     """The :class:`~fnin_cli.inputs.Input` at 1/``factor`` of its size (see the module docstring).
 
     Examples
     --------
     >>> from fnin_cli import load_input, integrate            # doctest: +SKIP
-    >>> small = downsample_input(load_input("huge.png", mask="mask.png"), 4)
-    >>> res = integrate(small)                                 # depth at a quarter of the size
+    >>> small = downsample_input(load_input("huge.png", mask="mask.png"), 4)   # doctest: +SKIP
+    >>> res = integrate(small)        # doctest: +SKIP
     """
     from .pipeline import build_input
 

@@ -48,7 +48,12 @@ from .camera import Camera
 from .conventions import from_internal
 from .errors import FninError
 
+# without normals, a jump above this many pixel footprints is a discontinuity: surfaces up
+# to ~87 degrees of slope stay whole (the module's docstring)
 JUMP_FACTOR = 20.0
+# with normals, an edge neither endpoint's normal explains beyond this residual (normal
+# units: about one pixel footprint over the normal's tilt) is a discontinuity
+RESIDUAL_CUT = 1.0
 # the mesh is built in bands of about this many pixels: their temporaries stay small
 # (docs/decisions.md#outputs-at-scale)
 MESH_BAND_PIXELS = 1 << 16
@@ -84,7 +89,7 @@ def _residual_cut(r_p, r_q, cut: float, z, pair, camera: Camera, step: str):
     return out
 
 
-def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = 1.0, system_residuals=None,
+def edge_cuts(depth, camera: Camera, mask, normals=None, cut: float = RESIDUAL_CUT, system_residuals=None,
               origin=(0, 0)):
     """Boolean cut maps for the three edge families of the pixel grid.
 
@@ -167,7 +172,7 @@ class MeshArrays:
                                process=False)
 
 
-def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = 1.0,
+def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = RESIDUAL_CUT,
                system_residuals=None):
     """Triangle mesh (``trimesh.Trimesh``, ``process=False``) of a depth map.
 
@@ -184,7 +189,7 @@ def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, c
     return mesh_arrays(depth, camera, mask, normals, colors, cut, system_residuals).to_trimesh()
 
 
-def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = 1.0,
+def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = RESIDUAL_CUT,
                 system_residuals=None) -> MeshArrays:
     """The triangle mesh of a depth map as :class:`MeshArrays`.
 

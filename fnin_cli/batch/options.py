@@ -10,6 +10,7 @@ import numpy as np
 
 from ..conventions import canonical
 from ..errors import FninError
+from ..mesh import RESIDUAL_CUT
 from ..model import DEFAULT_WEIGHTS, DEVICES, unknown_device
 from ..inputs import ORTHO_AND_K, parse_channels
 from ..pipeline import run_config
@@ -46,7 +47,7 @@ class Options:
     mean_depth: float | None = None
     depth_at: tuple | None = None
     colors: bool = True
-    cut: float = 1.0
+    cut: float = RESIDUAL_CUT
     force: bool = False
     debug: bool = False
     threads: int = 1

@@ -16,15 +16,14 @@ import time
 import traceback
 import warnings
 
-import numpy as np
 
 from .. import io
-from ..downsample import downsample_input
+from ..camera import intrinsics
+from ..downsample import downsample_input, downsample_pins
 from ..errors import FninError, FninWarning, use_cli_messages
 from ..io.formats import probe_shape
 from ..io.layout import input_files
 from ..pipeline import integrate, load_input
-from ..scale import depth_pins
 from ..resources import PeakMemory, limit_threads
 from ..solvers.registry import BY_NAME
 from .memory import check_memory
@@ -298,15 +297,6 @@ def _file_id(path):
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
-def _make_K(options: Options, shape) -> np.ndarray:
-    h, w = shape
-    fx = float(options.fx)
-    fy = float(options.fy) if options.fy is not None else fx
-    cx = float(options.cx) if options.cx is not None else (w - 1) / 2
-    cy = float(options.cy) if options.cy is not None else (h - 1) / 2
-    return np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
-
-
 def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, status=None) -> None:
     if isinstance(_STATE["model"], FninError):
         raise _STATE["model"]
@@ -328,13 +318,14 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
         mask_path = mask if mask is not None else layout_mask
         if mask_path is not None:
             mask, mask_source = io.read_mask(mask_path, shape), str(mask_path)
-        check_memory(shape, options.method, npath, mesh_out, workers,
-                     pixels=int(mask.sum()) if mask is not None else 0, downsample=ds)
+            # the memory check, once: before reading the map where its masked pixels are known
+            check_memory(shape, options.method, npath, mesh_out, workers, int(mask.sum()), ds)
+    checked = mask_source is not None
     K = options.K
     if options.fx is not None:
         if shape is None:  # no cheap header: read it (the loader reads it again; rare)
             shape = io.read_array(npath)[0].shape[:2]
-        K = _make_K(options, shape)
+        K = intrinsics(shape, options.fx, options.fy, options.cx, options.cy)
     inp = load_input(job.input, mask=mask, K=K, ortho=options.ortho,
                      pixel_size=options.pixel_size, convention=options.convention, channels=options.channels,
                      float_encoding=options.float_encoding, allow_invalid=options.allow_invalid)
@@ -355,11 +346,9 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     rec["shape"] = list(inp.shape)
     rec["camera"] = "perspective" if inp.camera.perspective else "orthographic"
     rec["pixels"] = int(inp.mask.sum())
-    # again with the valid normals known (the map's own mask when no mask file was given)
-    check_memory(full_shape, options.method, npath, mesh_out, workers, full_pixels, ds)
-    depth_at = options.depth_at
-    if depth_at is not None and ds > 1:   # the block holding each given full-resolution pixel
-        depth_at = [(r // ds, c // ds, d) for r, c, d in depth_pins(depth_at)]
+    if not checked:   # no mask file: the memory check with the map's valid normals as its mask
+        check_memory(full_shape, options.method, npath, mesh_out, workers, full_pixels, ds)
+    depth_at = downsample_pins(options.depth_at, ds)
     secs["load"] = round(time.perf_counter() - t, 4)
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,

@@ -56,24 +56,14 @@ def view_cosine(system: NormalSystem) -> np.ndarray:
     return np.abs(system.a_u) / K[0, 0] / np.sqrt(r2)
 
 
-def fold_edges(system: NormalSystem, cos_max: float, z: np.ndarray | None = None, gate: float | None = None) -> tuple:
+def fold_edges(system: NormalSystem, cos_max: float) -> tuple:
     """(horizontal, vertical) booleans over the system's edges (``hp``-``hq``, ``vp``-``vq``):
-    True where both pixels' normals are within ``cos_max`` of grazing (:func:`view_cosine`).
-    With ``gate`` and a depth ``z`` (the rounds' start), only where z agrees with both
-    pixels' normals across the edge: both one-sided residuals a dz + n at most ``gate``."""
+    True where both pixels' normals are within ``cos_max`` of grazing (:func:`view_cosine`)."""
     c = view_cosine(system)
-    out = []
-    for p, q, a, n in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
-        fold = np.maximum(c[p], c[q]) < cos_max
-        if gate is not None and z is not None:
-            dz = z[q] - z[p]
-            fold &= np.maximum(np.abs(a[p] * dz + n[p]), np.abs(a[q] * dz + n[q])) <= gate
-        out.append(fold)
-    return tuple(out)
+    return tuple(np.maximum(c[p], c[q]) < cos_max for p, q in ((system.hp, system.hq), (system.vp, system.vq)))
 
 
-def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0.0, z: np.ndarray | None = None,
-               gate: float | None = None) -> dict:
+def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0.0) -> dict:
     """The rounds' per-axis logits with the prior taken off every pixel that touches a
     fold edge on that axis, and ``join`` pulling both ends of each fold edge towards it.
 
@@ -81,7 +71,6 @@ def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0
     sigmoid(... + bias[q]) and that of p towards q is 1 - sigmoid(... + bias[p]): joining
     adds ``join`` to bias[q] and subtracts it from bias[p]; inside a band of fold edges the
     two cancel and its pixels are left to BiNI's own weights (docs/decisions.md#fold-join).
-    ``z``, ``gate``: :func:`fold_edges`'.
 
     Examples
     --------
@@ -93,7 +82,7 @@ def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0
     [3.0, -1.0, 0.0, 1.0]
     """
     out = {}
-    folds = fold_edges(system, cos_max, z, gate)
+    folds = fold_edges(system, cos_max)
     for axis, fold, p, q in zip("uv", folds, (system.hp, system.vp), (system.hq, system.vq)):
         touching = np.zeros(system.n, bool)
         touching[p[fold]] = True
@@ -106,16 +95,15 @@ def fold_prior(system: NormalSystem, bias: dict, cos_max: float, join: float = 0
     return out
 
 
-def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAULT, z: np.ndarray | None = None) -> tuple:
+def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAULT) -> tuple:
     """(bias, k) of the rounds after a method: the edge net's logits times
     ``config.rounds.edge_prior`` when the method left an edge map ``edge_p`` (else None),
-    with the fold join applied (``fold_cos``, ``fold_join``, ``fold_gate`` against the
-    rounds' start ``z``); k: ``config.rounds.k`` with that prior, else BiNI's own
-    (``config.solver.k``)."""
+    with the fold join applied (``fold_cos``, ``fold_join``); k: ``config.rounds.k`` with
+    that prior, else BiNI's own (``config.solver.k``)."""
     r = config.rounds
     bias = edge_prior(system, edge_p, r.edge_prior) if r.edge_prior is not None and edge_p is not None else None
     if bias is not None and r.fold_cos is not None:
-        bias = fold_prior(system, bias, r.fold_cos, r.fold_join, z, r.fold_gate)
+        bias = fold_prior(system, bias, r.fold_cos, r.fold_join)
     k = r.k if bias is not None and r.k is not None else config.solver.k
     return bias, float(k)
 
@@ -174,7 +162,7 @@ def run_rounds(system: NormalSystem, z: np.ndarray, edge_p, term: DataTerm, conf
     (1, 0.0)
     """
     t0 = time.perf_counter()
-    prior, k = rounds_prior(system, edge_p, config, z)
+    prior, k = rounds_prior(system, edge_p, config)
     if bias is not None and prior is not None:
         prior = bias(system, prior)
     with_prior = prior is not None
