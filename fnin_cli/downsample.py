@@ -30,6 +30,25 @@ def downsample_pins(depth_at, factor: int):
     return [(r // factor, c // factor, d) for r, c, d in depth_pins(depth_at)]
 
 
+def downsample_prior(prior, factor: int):
+    """A :class:`~fnin_cli.prior.DepthPrior` of the full-resolution map for the map at
+    1/``factor``: each block's depth is the share-weighted mean of its values and its share
+    the sum of theirs (averaging independent measurements)."""
+    from dataclasses import replace
+
+    n = int(factor)
+    if prior is None or n <= 1:
+        return prior
+    h, w = prior.depth.shape
+    hc, wc = h // n, w // n
+    share = np.where(prior.valid, prior.share, 0.0)[:hc * n, :wc * n].reshape(hc, n, wc, n).sum(axis=(1, 3))
+    weighted = np.where(prior.valid, prior.depth * prior.share, 0.0)[:hc * n, :wc * n]
+    total = weighted.reshape(hc, n, wc, n).sum(axis=(1, 3))
+    depth = np.full((hc, wc), np.nan)
+    np.divide(total, share, out=depth, where=share > 0)
+    return replace(prior, depth=depth, share=share)
+
+
 def downsample_input(inp, factor: int):
     """The :class:`~fnin_cli.inputs.Input` at 1/``factor`` of its size (see the module docstring).
 

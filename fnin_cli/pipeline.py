@@ -24,10 +24,11 @@ from .errors import for_caller, warn
 # the inputs' API, re-exported: the pipeline is where users find load_input and integrate
 from .inputs import ORTHO_AND_K, Input, build_input, load_input, mask_array, parse_channels  # noqa: F401
 from .resources import kept_heap
-from .scale import check_scale, depth_pins, fix_scale, pin
+from .prior import DepthPrior, as_prior, fit_relative, prior_report
+from .scale import check_scale, depth_pins, fix_scale, from_prior, pin
 from .solvers.backend import Backend, choose_backend
 from .solvers.linear import AMGCache
-from .solvers.pieces import loose_pieces
+from .solvers.pieces import cut_pieces, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
 from .solvers.rounds import RoundsResult, run_rounds
 from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
@@ -48,7 +49,8 @@ class Result:
     iterations: int = 1
     warnings: list = field(default_factory=list)
     rounds: int = 0                # BiNI rounds run after the method (--refine)
-    pieces_from: tuple | None = field(default=None, repr=False)  # (system, weights, placed, pinned)
+    pieces_from: tuple | None = field(default=None, repr=False)  # (system, weights, placed, pinned, prior pixels)
+    prior_residual: dict | None = None   # where the result and the depth prior disagree (prior.prior_report)
 
     @property
     def pixels(self) -> int:
@@ -71,12 +73,15 @@ class Result:
             loose = np.zeros(self.mask.shape, np.int32)
             found = []
             if self.pieces_from is not None:
-                system, weights, placed, pinned = self.pieces_from
+                system, weights, placed, pinned, prior_pixels = self.pieces_from
                 with kept_heap():    # the components' arrays (docs/decisions.md#kept-heap)
                     found = loose_pieces(system, weights, placed=placed)
                 ids = np.zeros(system.n, np.int32)
                 for piece in found:
-                    ids[piece.pop("labels")] = piece["id"]
+                    members = piece.pop("labels")
+                    ids[members] = piece["id"]
+                    if prior_pixels is not None and prior_pixels[members].any():
+                        piece["placed"] = "depth prior"
                     piece["placed"] = pinned.get(piece["id"], piece["placed"])
                 loose[self.mask] = ids
             self._pieces_cache = (found, loose)
@@ -100,6 +105,7 @@ def integrate(
     network_side: int | None = None,
     stage=None,
     config: IntegrationConfig | None = None,
+    depth_prior=None,
 ) -> Result:
     """Integrate ``inp`` with ``method``, then ``refine`` BiNI rounds.
 
@@ -141,6 +147,13 @@ def integrate(
         "refine" (step 0 of ``total`` rounds; ``progress`` then counts the rounds).
     config : IntegrationConfig, optional
         Every constant of the run (:mod:`fnin_cli.config`); None: ``config.DEFAULT``.
+    depth_prior : DepthPrior or path, optional
+        Depth the user already has (:mod:`fnin_cli.prior`; a path is read with
+        :func:`~fnin_cli.prior.read_prior`'s defaults). Absolute: a term of every solve, and
+        the result is in the prior's units (perspective) or at its offset (orthographic).
+        Relative: fitted to the integrated surface by an affine map of depth, then fused in
+        one more solve; the result stays relative. ``--mean-depth`` cannot go with an
+        absolute prior; ``--depth-at`` still pins.
 
     Returns
     -------
@@ -154,9 +167,10 @@ def integrate(
     (192, 256)
     """
     method_named(method)            # an unknown method is the first error
-    check_scale(inp, mean_depth, depth_at)
+    prior = as_prior(depth_prior, inp)
+    check_scale(inp, mean_depth, depth_at, prior)
     run = run_method(inp, method, refine, with_overrides(DEFAULT if config is None else config, bini_k, lam,
-                                                         network_side), device, model, solver, progress, stage)
+                                                         network_side), device, model, solver, progress, stage, prior)
     # the rounds and what follows them free and allocate arrays of the map's size over and
     # over: keep their pages mapped (docs/decisions.md#kept-heap)
     with kept_heap():
@@ -166,7 +180,7 @@ def integrate(
                 stage("refine", 0, run.rounds.max_rounds)
             # the prior stays at the rounds' start: free offsets stay where the method put them
             # (docs/decisions.md#refine-prior)
-            rounds = run_rounds(run.system, run.out.z, run.out.edge_p, DataTerm(run.lam, run.out.z), run.config,
+            rounds = run_rounds(run.system, run.out.z, run.out.edge_p, run.args.term(run.out.z), run.config,
                                 run.rounds, run.out.backend, run.hierarchy, progress)
         return finish(inp, run, rounds, mean_depth, depth_at)
 
@@ -181,15 +195,21 @@ class MethodRun:
     out: MethodOutput
     config: IntegrationConfig
     rounds: object                  # RoundsConfig: the rounds that follow (max_rounds 0: none)
-    lam: float                      # the prior weight in the system's units
+    args: RunArgs                   # what the method ran with: lam, backend, the depth prior's term
     hierarchy: AMGCache | None      # Stage II's AMG hierarchy, kept for the rounds
     t0: float                       # when the run started (perf_counter)
     seconds: dict
+    prior: DepthPrior | None = None  # the depth prior (fnin_cli.prior), on the input's mask
+
+    @property
+    def lam(self) -> float:
+        """The prior weight lam in the system's units."""
+        return self.args.lam
 
 
 def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = None,
                config: IntegrationConfig = DEFAULT, device: str = "auto", model=None, solver: str = "auto",
-               progress=None, stage=None) -> MethodRun:
+               progress=None, stage=None, prior: DepthPrior | None = None) -> MethodRun:
     """The first half of :func:`integrate`: the system, the backend (chosen here, once) and
     the method's own result. A study runs the rounds itself
     (:func:`~fnin_cli.solvers.rounds.run_rounds`, with its stop, adjustment or prior) and
@@ -206,10 +226,13 @@ def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = No
     rounds = m.rounds(config, refine)
     hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
-    out = m.run(system, inp, RunArgs(lam_sys, config, backend, device, model, progress, stage,
-                                     rounds.stage2_rtol if shared else None, hierarchy if shared else None))
+    # an absolute prior is a term of every solve; a relative one is fitted and fused at the end
+    term = prior.term(inp.mask, inp.camera) if prior is not None and prior.kind == "absolute" else None
+    args = RunArgs(lam_sys, config, backend, device, model, progress, stage,
+                   rounds.stage2_rtol if shared else None, hierarchy if shared else None, term)
+    out = m.run(system, inp, args)
     seconds.update(out.seconds)
-    return MethodRun(method, system, out, config, rounds, lam_sys, hierarchy, t0, seconds)
+    return MethodRun(method, system, out, config, rounds, args, hierarchy, t0, seconds, prior)
 
 
 def network_device(m: Method, model=None, device: str = "auto"):
@@ -225,8 +248,10 @@ def network_device(m: Method, model=None, device: str = "auto"):
 
 def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_depth: float | None = None,
            depth_at: tuple | None = None) -> Result:
-    """The second half of :func:`integrate`: the method's result or its ``rounds``', its
-    pieces pinned (``depth_at``) and its scale fixed, the warnings, the :class:`Result`."""
+    """The second half of :func:`integrate`: the method's result or its ``rounds``' (a
+    relative depth prior fitted to it and fused, :func:`fuse_relative`), its pieces pinned
+    (``depth_at``) and its scale fixed (by an absolute depth prior where there is one), the
+    warnings, the :class:`Result`."""
     system, out = run.system, run.out
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     seconds = dict(run.seconds)
@@ -239,12 +264,27 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         notes += rounds.notes
     if discontinuity is None or refined:
         discontinuity = weights_to_discontinuity(weights, system.n)
+    prior = run.prior
+    if prior is not None and prior.kind == "relative":
+        z, prior = fuse_relative(run, z, weights)
     pins = depth_pins(depth_at)
     pinned = {}
     if len(pins) > 1:
         z, pinned = pin(system, z, weights, pins, inp.camera)
     zimg = system.to_image(z)
-    depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
+    if prior is not None and prior.kind == "absolute" and not pins:
+        depth, note = from_prior(zimg, inp.camera, inp.mask)
+    else:
+        depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
+    residual = None
+    if prior is not None:
+        if prior.kind == "relative":   # the fitted prior in the result's frame (its scale fixed alike)
+            factor = float(np.nanmedian(depth / (np.exp(zimg) if inp.camera.perspective else 1.0)))
+            prior = replace(prior, depth=prior.depth * factor, sigma=prior.sigma * factor) \
+                if inp.camera.perspective else replace(prior, depth=prior.depth + (depth - zimg)[inp.mask].mean())
+            note += "; relative depth prior fitted (affine in depth) and fused"
+        residual, disagree = prior_report(prior, depth, inp.mask, inp.camera, inp.normals)
+        notes += disagree
     placed = f"by the weak links across its cuts ({run.method}{' and its rounds' if refined else ''})"
     seconds["total"] = time.perf_counter() - run.t0
     warnings = list(inp.warnings) + [for_caller(n) for n in notes]
@@ -255,9 +295,24 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
             f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
             f"wrong convention? {conventions.FLIP_HINT}"))
         warn(warnings[-1:])
+    prior_pixels = None if prior is None else prior.valid[inp.mask]
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, run.method, seconds, note, zimg, iterations, warnings, refined,
-                  (system, weights, placed, pinned))
+                  (system, weights, placed, pinned, prior_pixels), residual)
+
+
+def fuse_relative(run: MethodRun, z: np.ndarray, weights) -> tuple:
+    """(z, fitted prior): a relative depth prior fitted to the result z by an affine map of
+    depth (:func:`~fnin_cli.prior.fit_relative`) on the result's main piece (whose shape the
+    normals fix), then one solve with the result's weights, its prior lam towards z and the
+    fitted prior's term (:meth:`~fnin_cli.prior.DepthPrior.relative_term`), started at z."""
+    system, camera = run.system, run.system.camera
+    zimg = system.to_image(z)
+    main = system.to_image((cut_pieces(system, weights)[0] == 0).astype(float), fill=0.0) > 0
+    fitted, _ = fit_relative(run.prior, np.exp(zimg) if camera.perspective else zimg, main)
+    term = DataTerm(run.lam, z).plus(fitted.relative_term(system.mask, camera))
+    z, _ = system.solve(weights, term, x0=z, method=run.args.backend.linear, rtol=run.config.one_shot.solve_rtol)
+    return z, fitted
 
 
 def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,

@@ -27,11 +27,13 @@ def depth_pins(depth_at) -> list:
     return [tuple(p) for p in depth_at]
 
 
-def check_scale(inp, mean_depth: float | None = None, depth_at: tuple | None = None) -> None:
+def check_scale(inp, mean_depth: float | None = None, depth_at: tuple | None = None, prior=None) -> None:
     """The scale/offset anchor of :func:`~fnin_cli.pipeline.integrate` (``--mean-depth``,
     ``--depth-at``) against this input: the pixel inside its mask, a positive depth for a
-    perspective camera. The one check of these rules; raises :class:`FninError` naming
-    the input."""
+    perspective camera, no ``--mean-depth`` beside an absolute depth ``prior``. The one
+    check of these rules; raises :class:`FninError` naming the input."""
+    if mean_depth is not None and prior is not None and prior.kind == "absolute":
+        raise FninError("--mean-depth and --depth-prior both set the depth; give one of them", inp.source)
     for r, c, d in depth_pins(depth_at):   # one pin, or several (each further pin places its own piece)
         h, w = inp.shape
         if not (0 <= r < h and 0 <= c < w) or not inp.mask[r, c]:
@@ -56,6 +58,15 @@ def pin(system: NormalSystem, z, weights, pins, camera: Camera) -> tuple:
     except ValueError as exc:
         raise FninError(f"--depth-at: {exc}") from None
     return z, {k: "pinned by --depth-at {},{},{:g}".format(*pins[i]) for i, k, _ in done}
+
+
+def from_prior(zimg: np.ndarray, camera: Camera, mask: np.ndarray):
+    """(depth, note): depth from an unknown whose scale (perspective) or offset
+    (orthographic) an absolute depth prior fixed, NaN outside ``mask``."""
+    depth = np.exp(zimg) if camera.perspective else zimg.copy()
+    depth[~mask] = np.nan
+    what = "scale" if camera.perspective else "offset"
+    return depth, f"depth in the depth prior's units (its {what} fixed by the prior, each piece placed by it)"
 
 
 def fix_scale(zimg: np.ndarray, camera: Camera, mask: np.ndarray, mean_depth=None, depth_at=None):

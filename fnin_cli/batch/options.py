@@ -11,6 +11,7 @@ import numpy as np
 from ..conventions import canonical
 from ..errors import FninError
 from ..mesh import RESIDUAL_CUT
+from ..prior import KINDS as PRIOR_KINDS
 from ..model import DEFAULT_WEIGHTS, DEVICES, unknown_device
 from ..inputs import ORTHO_AND_K, parse_channels
 from ..pipeline import run_config
@@ -52,6 +53,9 @@ class Options:
     debug: bool = False
     threads: int = 1
     downsample: int = 1           # --downsample N: integrate at 1/N of the size (fnin_cli/downsample.py)
+    depth_prior: str | None = None   # --depth-prior FILE or '{stem}...' template (fnin_cli/prior.py)
+    prior_sigma: float | None = None
+    prior_kind: str = "absolute"
 
     def check(self) -> "Options":
         """Reject inconsistent option values (UsageError) before any input is read."""
@@ -81,6 +85,14 @@ class Options:
             raise UsageError(f"--threads must be 1 or more, got {self.threads}")
         if self.downsample < 1:
             raise UsageError(f"--downsample must be 1 or more, got {self.downsample}")
+        if self.prior_kind not in PRIOR_KINDS:
+            raise UsageError(f"unknown --prior-kind '{self.prior_kind}'; use {' or '.join(PRIOR_KINDS)}")
+        if self.prior_sigma is not None and not (np.isfinite(self.prior_sigma) and self.prior_sigma > 0):
+            raise UsageError(f"--prior-sigma must be a positive number, got {self.prior_sigma}")
+        if (self.prior_sigma is not None or self.prior_kind != "absolute") and self.depth_prior is None:
+            raise UsageError("--prior-sigma and --prior-kind need --depth-prior FILE")
+        if self.depth_prior is not None and self.prior_kind == "absolute" and self.mean_depth is not None:
+            raise UsageError("--mean-depth and --depth-prior both set the depth; give one of them")
         has_f = any(v is not None for v in (self.fx, self.fy, self.cx, self.cy))
         if has_f and self.fx is None:
             raise UsageError("--fy/--cx/--cy need --fx (focal length in pixels)")

@@ -15,15 +15,17 @@ import threading
 import time
 import traceback
 import warnings
+from pathlib import Path
 
 
 from .. import io
 from ..camera import intrinsics
-from ..downsample import downsample_input, downsample_pins
+from ..downsample import downsample_input, downsample_pins, downsample_prior
 from ..errors import FninError, FninWarning, use_cli_messages
 from ..io.formats import probe_shape
-from ..io.layout import input_files
+from ..io.layout import input_files, prior_beside
 from ..pipeline import integrate, load_input
+from ..prior import read_prior
 from ..resources import PeakMemory, limit_threads
 from ..solvers.registry import BY_NAME
 from .memory import check_memory
@@ -349,10 +351,16 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     if not checked:   # no mask file: the memory check with the map's valid normals as its mask
         check_memory(full_shape, options.method, npath, mesh_out, workers, full_pixels, ds)
     depth_at = downsample_pins(options.depth_at, ds)
+    prior = None
+    prior_path = job_prior(job, options)
+    if prior_path is not None:
+        prior = read_prior(prior_path, full_shape, inp.camera, options.prior_sigma, options.prior_kind)
+        prior = downsample_prior(prior, ds)
+        rec["prior_source"] = str(prior_path)
     secs["load"] = round(time.perf_counter() - t, 4)
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
-                    mean_depth=options.mean_depth, depth_at=depth_at, model=_STATE["model"],
+                    mean_depth=options.mean_depth, depth_at=depth_at, model=_STATE["model"], depth_prior=prior,
                     network_side=options.network_side,
                     stage=None if status is None else status.stage,
                     progress=None if status is None else status.iteration)
@@ -365,10 +373,20 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     rec["warnings"] = list(res.warnings)
     rec["pixels"] = res.pixels
     rec["loose_pieces"] = res.loose_pieces
+    if res.prior_residual is not None:
+        rec["prior_residual"] = res.prior_residual
 
     t = time.perf_counter()
     write_outputs(job.outputs, inp, res, options, rec, status)
     secs["write"] = round(time.perf_counter() - t, 4)
+
+
+def job_prior(job: Job, options: Options):
+    """The depth prior file of ``job``: ``--depth-prior`` (a path, or a template with {stem},
+    the input's name), else a ``depth_prior.*`` of its layout folder; None without one."""
+    if options.depth_prior is not None:
+        return Path(options.depth_prior.replace("{stem}", job.name))
+    return prior_beside(job.input)
 
 
 # ------------------------------------------------------------------ many inputs
@@ -505,8 +523,10 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 
 def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order; ``downsample`` and
-    ``input_shape`` (the map's own size) only with --downsample)."""
+    ``input_shape`` (the map's own size) only with --downsample; ``prior_source`` and
+    ``prior_residual`` only with a depth prior)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
             "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source",
             "config", "loose_pieces")
-    return {k: rec.get(k) for k in keys} | {k: rec[k] for k in ("downsample", "input_shape") if k in rec}
+    optional = ("downsample", "input_shape", "prior_source", "prior_residual")
+    return {k: rec.get(k) for k in keys} | {k: rec[k] for k in optional if k in rec}

@@ -142,23 +142,32 @@ def table_heading(report) -> str:
 def table_legend(report) -> str:
     """The line under :func:`rich_table`: units and marks, readable without colour."""
     unit = "mm" if report["dataset"] != "synthetic" else "units"
-    return f"MADE in {unit} (+: most accurate), s: seconds of integrate alone (*: fastest; mean row: sum)"
+    line = f"MADE in {unit} (+: most accurate), s: seconds of integrate alone (*: fastest; mean row: sum)"
+    if report.get("prior"):
+        p = report["prior"]
+        line += (f"; abs: MADE with nothing fitted (the {p['kind']} depth prior, seed {p['seed']}, fixes the "
+                 "depth); prior: the prior alone; noprior: the default without it")
+    return line
 
 
 def rich_table(report):
-    """Rows = cases, columns = MADE and seconds per method; the best MADE marked ``+`` (and
-    bold green on a terminal), the fastest ``*``: the marks read without colour."""
+    """Rows = cases, columns = MADE and seconds per method (with a depth prior also the
+    absolute MADE, nothing fitted); the best MADE marked ``+`` (and bold green on a
+    terminal), the fastest ``*``: the marks read without colour."""
     from rich import box
     from rich.table import Table
 
     methods = report["methods"]
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)  # title and legend: table_heading, table_legend
     t.add_column("case", no_wrap=True)
+    absolute = bool(report.get("prior"))
     for m in methods:
         t.add_column(f"{m}\nMADE", justify="right")
+        if absolute:
+            t.add_column(f"{m}\nabs", justify="right")
         t.add_column(f"{m}\ns", justify="right")
 
-    def row(name, made, secs, end_section=False):
+    def row(name, made, secs, end_section=False, absolute_made=None):
         ok_made = {m: v for m, v in made.items() if v is not None and np.isfinite(v)}
         ok_secs = {m: v for m, v in secs.items() if v is not None and np.isfinite(v)}
         best = min(ok_made, key=ok_made.get) if ok_made else None
@@ -167,6 +176,9 @@ def rich_table(report):
         for m in methods:
             e = fmt_error(made[m]) if m in ok_made else ("-" if m in ok_secs else "[red]failed[/]")
             cells.append(f"[bold green]{e}+[/]" if m == best else e)
+            if absolute:
+                a = (absolute_made or {}).get(m)
+                cells.append(fmt_error(a) if a is not None and np.isfinite(a) else "-")
             s = f"{secs[m]:.2f}" if m in ok_secs else "-"
             cells.append(f"[bold]{s}*[/]" if m == fast else s)
         t.add_row(*cells, end_section=end_section)
@@ -175,7 +187,9 @@ def rich_table(report):
     for i, c in enumerate(names):
         per = report["cases"][c]
         row(c, {m: per[m].get("made_mm") for m in methods},
-            {m: per[m].get("seconds") for m in methods}, end_section=i == len(names) - 1)
+            {m: per[m].get("seconds") for m in methods}, end_section=i == len(names) - 1,
+            absolute_made={m: per[m].get("abs_made_mm") for m in methods})
     row("mean", {m: report["mean"][m]["made_mm"] for m in methods},
-        {m: report["mean"][m]["seconds_total"] if not report["mean"][m]["failed"] else None for m in methods})
+        {m: report["mean"][m]["seconds_total"] if not report["mean"][m]["failed"] else None for m in methods},
+        absolute_made={m: report["mean"][m].get("abs_made_mm") for m in methods})
     return t

@@ -56,14 +56,19 @@ from .report import summary_png, write_case_outputs
 DEFAULT_METHODS = BENCH_METHODS      # the methods a bench runs by default (registry: Method.bench)
 WARMUP_CASE = (101, False, 64)       # seed, orthographic, size of the untimed warm-up scene
 DEFAULT_KEY = "default"              # what `fnin integrate` runs with no method or refine flags
+# with --prior: the prior alone (upsampled), and the default without the prior
+PRIOR_KEY, NO_PRIOR_KEY = "prior", "noprior"
+PRIOR_METHODS = (DEFAULT_KEY, "bini", PRIOR_KEY, NO_PRIOR_KEY)    # what `fnin bench --prior` runs by default
 
 
-def parse_methods(text) -> list:
-    """``--methods``: a comma-separated string (or a list) of method names and ``default``;
-    raises :class:`FninError` naming the unknown ones."""
+def parse_methods(text, prior: bool = False) -> list:
+    """``--methods``: a comma-separated string (or a list) of method names and ``default``
+    (with ``prior``: also ``prior``, the prior alone, and ``noprior``, the default without
+    it); raises :class:`FninError` naming the unknown ones."""
     wanted = [m.strip() for m in text.split(",")] if isinstance(text, str) else [str(m).strip() for m in text]
     wanted = [m for m in wanted if m]
-    bad = [m for m in wanted if m != DEFAULT_KEY and m not in METHODS]
+    extra = (PRIOR_KEY, NO_PRIOR_KEY) if prior else ()
+    bad = [m for m in wanted if m != DEFAULT_KEY and m not in METHODS and m not in extra]
     if bad or not wanted:
         raise FninError(f"unknown method '{', '.join(bad)}'; use some of {DEFAULT_KEY}, {', '.join(METHODS)}")
     return wanted
@@ -74,13 +79,13 @@ def method_call(method: str, refine):
     ``fnin integrate`` runs with no method or refine flags (``DEFAULT_METHOD``, refine None =
     the method's default rounds), whatever the bench's ``--refine``; any other method runs
     with the bench's ``refine`` (None = its default rounds, 0 = none)."""
-    if method == DEFAULT_KEY:
+    if method in (DEFAULT_KEY, NO_PRIOR_KEY):
         return DEFAULT_METHOD, None
     return method, refine
 
 
 def _needs_network(method: str) -> bool:
-    return BY_NAME[method_call(method, None)[0]].needs_network
+    return method != PRIOR_KEY and BY_NAME[method_call(method, None)[0]].needs_network
 
 
 # ------------------------------------------------------------------ machine
@@ -166,9 +171,10 @@ def _model_for(method: str, device: str, model_path):
     return load_model(model_path, device)
 
 
-def _integrate(inp, method: str, refine, device, model, stage=None):
+def _integrate(inp, method: str, refine, device, model, stage=None, prior=None):
     name, rounds = method_call(method, refine)
-    return integrate(inp, name, refine=rounds, device=device, model=model, stage=stage)
+    return integrate(inp, name, refine=rounds, device=device, model=model, stage=stage,
+                     depth_prior=None if method == NO_PRIOR_KEY else prior)
 
 
 class StagePeaks:
@@ -204,18 +210,28 @@ def _warm_up(method: str, device: str, refine, model_path=None):
 
 
 def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=None,
-            mesh: bool = False, model_path=None) -> dict:
+            mesh: bool = False, model_path=None, prior: tuple | None = None) -> dict:
     """Load, integrate, measure and (optionally) write one case with one method
-    (``default`` or a registry method; ``refine`` None = the method's default rounds)."""
+    (``default`` or a registry method; ``refine`` None = the method's default rounds).
+    ``prior``: (kind, seed) of a depth prior drawn from the case's ground truth
+    (:mod:`.priors`): every method but ``noprior`` gets it, ``prior`` is the prior alone,
+    and the record adds ``abs_made_mm`` (nothing fitted)."""
     t0 = time.perf_counter()
     inp, gt = case.load()
     object_id, names = case.object_ids()
+    depth_prior = None
+    if prior is not None:
+        from .priors import case_seed, make_prior
+
+        depth_prior = make_prior(prior[0], gt, inp, case_seed(prior[1], case.name))
+        if method == PRIOR_KEY:
+            return _prior_alone_record(depth_prior, inp, gt, object_id, names, time.perf_counter() - t0)
     t_load = time.perf_counter() - t0
     model = _model_for(method, device, model_path)   # loading it is not timed (as the bundled one's cache)
     peaks = StagePeaks()
     with PeakMemory() as mem:
         t1 = time.perf_counter()
-        res = _integrate(inp, method, refine, device, model, stage=peaks)
+        res = _integrate(inp, method, refine, device, model, stage=peaks, prior=depth_prior)
         cuda_synchronize()
         seconds = time.perf_counter() - t1
         stage_peaks = peaks.finish()
@@ -243,7 +259,9 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
     rec["scale" if inp.camera.perspective else "offset"] = err["scale" if inp.camera.perspective else "offset"]
     if "objects" in err:   # aligned one by one; made_mm is the mean of the objects' MADEs
         rec["objects"] = err["objects"]
-    if method == DEFAULT_KEY:
+    if depth_prior is not None:
+        rec["abs_made_mm"] = absolute_made(res.depth, gt, res.mask)
+    if method in (DEFAULT_KEY, NO_PRIOR_KEY):
         rec["runs"] = {"method": DEFAULT_METHOD, "refine": None}
     if mem.device_peak is not None:
         rec["peak_device_mb"] = mem.device_peak
@@ -257,6 +275,38 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
     return rec
 
 
+def absolute_made(est, gt, mask) -> float:
+    """Mean |est - gt| over the mask and finite ground truth, nothing fitted (the depth
+    prior fixes the scale or offset)."""
+    m = mask & np.isfinite(gt) & np.isfinite(est)
+    return float(np.mean(np.abs(est[m] - gt[m]))) if m.any() else float("nan")
+
+
+def _prior_alone_record(prior, inp, gt, object_id, names, t_load) -> dict:
+    """The bench record of a depth prior alone (:func:`.priors.prior_alone`)."""
+    from .priors import prior_alone
+
+    est = prior_alone(prior, inp.mask)
+    persp = inp.camera.perspective
+    err = (align_objects(est, gt, inp.mask, object_id, persp, names) if object_id is not None
+           else align_and_errors(est, gt, inp.mask, persp))
+    rec = {"status": "ok", "made_mm": err["made"], "median_mm": err["median"], "p95_mm": err["p95"],
+           "rmse_mm": err["rmse"], "abs_made_mm": absolute_made(est, gt, inp.mask), "seconds": 0.0,
+           "stages": {"load": t_load}, "pixels": int(inp.mask.sum()), "eval_pixels": err["pixels"],
+           "missing_pixels": err["missing"], "perspective": bool(persp), "prior": prior.describe()}
+    if "objects" in err:
+        rec["objects"] = err["objects"]
+    return rec
+
+
+def _write_case_prior(case: Case, prior: tuple, out_dir: Path) -> str:
+    """Write ``case``'s depth prior into ``out_dir`` as ``<case>_depth_prior.npy`` (or .csv)."""
+    from .priors import case_seed, make_prior, write_prior
+
+    inp, gt = case.load()
+    return write_prior(out_dir / f"{case.name}_depth_prior", make_prior(prior[0], gt, inp, case_seed(prior[1], case.name)))
+
+
 def child_main():
     """Entry of an ``--isolate`` subprocess: one JSON job on stdin, one record on stdout."""
     job = json.loads(sys.stdin.read())
@@ -268,7 +318,7 @@ def child_main():
             _warm_up(job["method"], job["device"], job["refine"], job["model"])
             threads.apply()  # libraries the warm-up loaded
         rec = run_one(Case(**job["case"]), job["method"], job["refine"], job["device"],
-                      job["out_dir"], job["mesh"], job["model"])
+                      job["out_dir"], job["mesh"], job["model"], None if job["prior"] is None else tuple(job["prior"]))
     except FninError as exc:
         rec = {"status": "failed", "error": str(exc)}
     except Exception as exc:  # report, never crash the parent's run
@@ -276,13 +326,14 @@ def child_main():
     sys.stdout.write("\n" + json.dumps(rec) + "\n")
 
 
-def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, model_path=None) -> dict:
+def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, model_path=None,
+                  prior=None) -> dict:
     env = dict(os.environ)
     for var in THREAD_ENV:
         env[var] = str(threads)
     job = {"case": asdict(case), "method": method, "threads": threads, "refine": refine, "device": device,
            "out_dir": None if out_dir is None else str(out_dir), "mesh": mesh, "warmup": warmup,
-           "model": None if model_path is None else str(model_path)}
+           "model": None if model_path is None else str(model_path), "prior": prior}
     proc = subprocess.run([sys.executable, "-c", "from fnin_cli.bench import child_main; child_main()"],
                           input=json.dumps(job), capture_output=True, text=True, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -296,7 +347,8 @@ def _run_isolated(case, method, threads, refine, device, out_dir, mesh, warmup, 
 
 def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = True, out_dir=None,
               mesh: bool = False, progress=None, refine=None, device: str = "auto",
-              isolate: bool = False, dataset: str | None = None, model_path=None, repeat: int = 1) -> dict:
+              isolate: bool = False, dataset: str | None = None, model_path=None, repeat: int = 1,
+              prior: tuple | None = None) -> dict:
     """Run every method on every case; return the report (the ``--json`` record of ``fnin bench``).
 
     ``cases`` is a list of :class:`Case` or a source name for :func:`resolve_cases`.
@@ -307,12 +359,20 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
     (None = each method's default, 0 = none). ``repeat``: runs per case and method (the
     methods interleaved within a case); ``seconds`` is the fastest, ``seconds_all`` all of
     them, the errors and outputs are the first run's, ``peak_rss_mb`` the largest.
+    ``prior``: (kind, seed) of a depth prior drawn from each case's ground truth
+    (:mod:`.priors`; ``methods`` may then hold ``prior`` and ``noprior``); with ``out_dir``
+    each case's prior is written there as a user would give it.
     """
 
     if isinstance(cases, str):
         dataset, cases = resolve_cases(cases)
     cases = list(cases)
-    methods = parse_methods(list(methods))
+    methods = parse_methods(list(methods), prior is not None)
+    if prior is not None:
+        from .priors import KINDS as PRIOR_KINDS
+
+        if prior[0] not in PRIOR_KINDS:
+            raise FninError(f"unknown --prior '{prior[0]}'; use one of {', '.join(PRIOR_KINDS)}")
     if threads < 1:
         raise FninError(f"--threads must be at least 1, got {threads}")
     if repeat < 1:
@@ -344,6 +404,7 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
         "refine": refine,
         "isolate": isolate,
         "model": _model_info(model_path) if any(_needs_network(m) for m in methods) else None,
+        "prior": None if prior is None else {"kind": prior[0], "seed": prior[1]},
         "cases": {},
         "mean": {},
     }
@@ -355,6 +416,8 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
                             "where": "in every subprocess" if isolate else "once per method"}
         if not isolate:
             for m in methods:
+                if m == PRIOR_KEY:
+                    continue
                 try:
                     _warm_up(m, device, refine, model_path)
                 except Exception:  # the timed run will report the failure properly
@@ -365,16 +428,19 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
         done = 0
         for case in cases:
             report["cases"][case.name] = {}
+            if prior is not None and out_dir is not None:
+                _write_case_prior(case, prior, out_dir)
             for r in range(repeat):
                 for m in methods:
                     if progress is not None:
                         progress(done, total, case.name, m)
                     write_to = out_dir if r == 0 else None   # the outputs of the first run
                     if isolate:
-                        rec = _run_isolated(case, m, threads, refine, device, write_to, mesh, warmup, model_path)
+                        rec = _run_isolated(case, m, threads, refine, device, write_to, mesh, warmup, model_path,
+                                            prior)
                     else:
                         try:
-                            rec = run_one(case, m, refine, device, write_to, mesh, model_path)
+                            rec = run_one(case, m, refine, device, write_to, mesh, model_path, prior)
                         except FninError as exc:
                             rec = {"status": "failed", "error": str(exc)}
                         except Exception as exc:
@@ -397,6 +463,8 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
             "seconds_total": float(sum(r["seconds"] for r in ok)),
             "cases": len(ok), "failed": failed,
         }
+        if ok and not failed and all("abs_made_mm" in r for r in ok):
+            report["mean"][m]["abs_made_mm"] = float(np.mean([r["abs_made_mm"] for r in ok]))
     if out_dir is not None and cases:
         try:
             summary_png(out_dir / "summary.png", report)

@@ -59,6 +59,12 @@ def bench(
                                "fastest (errors: the first run's)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights for the network methods "
                                          "(default: the bundled ones)"),
+    prior: Optional[str] = typer.Option(None, "--prior", metavar="dense8|sparse|relative",
+                                        help="give every method a depth prior drawn from the ground truth (a "
+                                             "sensor's 1/8 map, 200 SfM points, a monocular network's relative "
+                                             "depth); adds the absolute error and the methods prior (alone) and "
+                                             "noprior (the default without it); --out-dir also gets each prior"),
+    prior_seed: int = typer.Option(0, "--prior-seed", help="the seed of the --prior draws"),
 ):
     """Accuracy (MADE after median scale/offset) and speed of the methods on data with ground truth."""
     # imported when the command runs: the bench package (Pillow, the reports) was ~50 ms
@@ -71,7 +77,11 @@ def bench(
 
 
     try:
-        wanted = parse_methods(methods)
+        if prior is None and prior_seed != 0:
+            raise FninError("--prior-seed goes with --prior")
+        if prior is not None and methods == "default,bini,wls":   # the command's own default
+            methods = "default,bini,prior,noprior"
+        wanted = parse_methods(methods, prior is not None)
     except FninError as exc:
         die(str(exc))
     if refine is not None and refine < 0:
@@ -113,7 +123,8 @@ def bench(
         try:
             report = run_bench(cases, wanted, threads=threads, warmup=warmup, out_dir=out_dir, mesh=mesh,
                                progress=cb, refine=refine, device=device, isolate=isolate, dataset=dataset,
-                               model_path=model, repeat=repeat)
+                               model_path=model, repeat=repeat,
+                               prior=None if prior is None else (prior.lower(), prior_seed))
         except FninError as exc:
             die(str(exc))
     out = stdout_console()   # the result on stdout, progress and messages on stderr

@@ -105,6 +105,14 @@ def integrate_cmd(
     depth_at: Optional[List[str]] = typer.Option(None, "--depth-at", metavar="ROW,COL,DEPTH",
                                                  help="fix the scale/offset by one known pixel depth instead; "
                                                       "repeat it to pin each loose piece (--json lists them)"),
+    depth_prior: Optional[str] = typer.Option(None, "--depth-prior", metavar="FILE", help="depth you already have "
+                                              "(sensor, SfM points, a model's depth): a depth map at the map's size "
+                                              "or 1/k of it, or a row,col,depth .csv; '{stem}_prior.npy' per input; "
+                                              "the result is then in its units"),
+    prior_sigma: Optional[float] = typer.Option(None, "--prior-sigma", help="the depth prior's noise (standard "
+                                                "deviation, its units; default 1% of its median depth)"),
+    prior_kind: str = typer.Option("absolute", "--prior-kind", help="absolute, or relative (known up to an "
+                                   "affine map of depth, as monocular networks give: fitted, then fused)"),
     colors: bool = typer.Option(True, "--colors/--no-colors", help="mesh vertex colours from the normals"),
     cut: float = typer.Option(1.0, "--cut", help="rarely needed: drop mesh triangles across depth jumps whose "
                               "residual exceeds this (normal units; larger keeps more; docs/usage.md)"),
@@ -136,7 +144,8 @@ def integrate_cmd(
             mean_depth=mean_depth,
             depth_at=(None if not depth_at else parse_depth_at(depth_at[0]) if len(depth_at) == 1
                       else tuple(parse_depth_at(d) for d in depth_at)), colors=colors, cut=cut, force=force,
-            debug=debug, threads=threads, downsample=downsample,
+            debug=debug, threads=threads, downsample=downsample, depth_prior=depth_prior, prior_sigma=prior_sigma,
+            prior_kind=prior_kind.lower(),
         ).check()
     except UsageError as exc:
         die(str(exc))

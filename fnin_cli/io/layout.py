@@ -13,7 +13,9 @@ FOLDER_NORMALS = ("normal_map.png", "normal_map.exr", "normal_map.npy", "normal_
                   "normal.png", "normal.exr", "normal.npy")
 FOLDER_MASKS = ("mask.png", "mask.npy", "mask.exr")
 FOLDER_K = "K.txt"
-FOLDER_FILES = FOLDER_NORMALS + FOLDER_MASKS + (FOLDER_K,)   # everything a folder input may read
+FOLDER_PRIORS = ("depth_prior.npy", "depth_prior.exr", "depth_prior.tif", "depth_prior.tiff", "depth_prior.png",
+                 "depth_prior.csv")
+FOLDER_FILES = FOLDER_NORMALS + FOLDER_MASKS + (FOLDER_K,) + FOLDER_PRIORS   # everything a folder input may read
 
 
 def find_in_folder(folder: Path):
@@ -52,6 +54,16 @@ def input_files(path):
     if path.is_dir():
         return find_in_folder(path)
     return (path, *beside(path))
+
+
+def prior_beside(path):
+    """The ``depth_prior.*`` of a case folder, or beside a normal map named like a layout
+    folder's (read like its mask and K); None elsewhere."""
+    path = Path(path)
+    folder = path if path.is_dir() else (path.parent if in_layout(path) else None)
+    if folder is None:
+        return None
+    return next((folder / n for n in FOLDER_PRIORS if (folder / n).exists()), None)
 
 
 def _mask_and_K(folder: Path):

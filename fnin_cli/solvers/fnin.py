@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from ..config import DEFAULT, FninVariant, IntegrationConfig
 from ..model.inference import network_outputs
 from ..model.weights import load_model, resolve_device
@@ -21,7 +23,7 @@ from .system import DataTerm, NormalSystem
 
 def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), config: IntegrationConfig = DEFAULT,
              model=None, device="auto", lam=DEFAULT.solver.lam, backend: Backend = CPU, stage=None, rtol=None,
-             hierarchy: AMGCache | None = None) -> tuple:
+             hierarchy: AMGCache | None = None, prior: DataTerm | None = None) -> tuple:
     """Stage I + Stage II as ``variant`` says (default: fnin's). Returns
     (z, weights, discontinuity per pixel, seconds, the edge net's w_u-, w_v- as a
     (2, H, W) image or None, the backend Stage II solved on, notes).
@@ -30,7 +32,9 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
     runs on the CPU (the network is not run again), the backend returned is then the
     CPU's and ``notes`` says so. ``stage(name, step, total)`` is called when the Stage II
     solve starts; ``rtol`` replaces Stage II's tolerance; ``hierarchy`` keeps its AMG
-    hierarchy for rounds that follow (:func:`~fnin_cli.solvers.linear.solve_spd`)."""
+    hierarchy for rounds that follow (:func:`~fnin_cli.solvers.linear.solve_spd`); ``prior``:
+    a depth prior's term, added to Stage II's (z_R, relative depth, is first moved to the
+    prior's level: the weighted median of their difference)."""
     seconds = {}
     notes = []
     t0 = time.perf_counter()
@@ -56,9 +60,11 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
                 stage("solve", None, None)
             own_rtol, maxiter = backend.tolerance(config)
             z_r = system.at_pixels(z_img)
+            if prior is not None:
+                z_r = z_r + _level_shift(prior, z_r)
             if variant.bini_weights:
                 weights = bini_weights(system, z_r, config.solver.k)
-            term = DataTerm(lam, z_r)
+            term = DataTerm(lam, z_r) if prior is None else DataTerm(lam, z_r).plus(prior)
 
             def solve(on: Backend):
                 return stage2(system, weights, term, z_r, on, own_rtol if rtol is None else rtol, maxiter,
@@ -70,3 +76,13 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
         backend = backend.on_cpu()     # what follows solves where Stage II did
     disc = system.at_pixels(om_img) if om_img is not None and not variant.bini_weights else None
     return z, weights, disc, seconds, p_img, backend, notes
+
+
+def _level_shift(prior: DataTerm, z) -> float:
+    """The shift that takes z to a depth prior's level: the weighted median of target - z."""
+    w = np.broadcast_to(prior.weight, z.shape)
+    has = w > 0
+    diff, ww = (prior.target - z)[has], w[has]
+    order = np.argsort(diff)
+    cum = np.cumsum(ww[order])
+    return float(diff[order][np.searchsorted(cum, 0.5 * cum[-1])])

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
+import numpy as np
+
 from ..config import FninVariant, IntegrationConfig, RoundsConfig
 from ..errors import FninError
 from .backend import CPU, Backend
@@ -40,6 +42,14 @@ class RunArgs:
     stage: Callable | None = None  # stage(name, step, total) when a stage starts (pipeline.integrate)
     rtol: float | None = None      # Stage II's tolerance instead of its own (rounds follow)
     hierarchy: AMGCache | None = None  # AMG hierarchy to keep for the rounds that follow (solvers.linear)
+    prior: DataTerm | None = None  # a depth prior's term, carried by every solve (fnin_cli.prior)
+
+    def term(self, target=None) -> DataTerm:
+        """The run's data term: the prior ``lam`` towards ``target`` (None: the depth prior's
+        level, else 0), plus the depth prior's term where there is one."""
+        if self.prior is None:
+            return DataTerm(self.lam, target)
+        return DataTerm(self.lam, prior_level(self.prior) if target is None else target).plus(self.prior)
 
 
 @dataclass(frozen=True)
@@ -99,14 +109,22 @@ class Method:
         return config.rounds if self.own_rounds else config.rounds.fixed(0)
 
 
+def prior_level(prior: DataTerm) -> np.ndarray:
+    """A depth prior's level over the masked pixels: its weighted mean target everywhere
+    (where a start or a default target should sit, so that solves need not travel to it)."""
+    w = np.broadcast_to(prior.weight, prior.target.shape)
+    return np.full(prior.target.shape, float(np.sum(w * prior.target) / np.sum(w)))
+
+
 def _run_wls(system, inp, a: RunArgs) -> MethodOutput:
-    r = integrate_wls(system, DataTerm(a.lam), solver=a.backend.linear, rtol=a.config.solver.wls_rtol)
+    r = integrate_wls(system, a.term(), solver=a.backend.linear, rtol=a.config.solver.wls_rtol)
     return MethodOutput(r.z, None, None, 1, {"solve": r.seconds["solve"]})
 
 
 def _run_bini(system, inp, a: RunArgs) -> MethodOutput:
     s = a.config.solver
-    r = integrate_bini(system, k=s.k, term=DataTerm(a.lam), max_iter=s.max_iter, tol=s.tol, cg_rtol=s.inner_rtol,
+    # BiNI starts at 0 (its own start), or at the depth prior's level: a constant changes no weight
+    r = integrate_bini(system, k=s.k, z0=None if a.prior is None else prior_level(a.prior), term=a.term(), max_iter=s.max_iter, tol=s.tol, cg_rtol=s.inner_rtol,
                        cg_maxiter=s.maxiter, solver=s.inner_solver,
                        callback=(lambda i, e, z: a.progress(i)) if a.progress else None)
     return MethodOutput(r.z, r.weights, None, r.iterations, {"solve": r.seconds["solve"]})
@@ -118,7 +136,7 @@ def _run_fnin(variant: FninVariant, system, inp, a: RunArgs) -> MethodOutput:
 
     z, weights, disc, seconds, p_img, backend, notes = run_fnin(
         system, inp, variant, a.config, model=a.model, device=a.device, lam=a.lam, backend=a.backend,
-        stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy)
+        stage=a.stage, rtol=a.rtol, hierarchy=a.hierarchy, prior=a.prior)
     return MethodOutput(z, weights, disc, 1, seconds, p_img if variant.edge_prior else None, backend, tuple(notes))
 
 

@@ -25,7 +25,7 @@ from fnin_cli.solvers.system import NormalSystem
 
 def pyamg_vcycle(ml):
     """pyamg's V-cycle on the levels of the project's hierarchy ``ml`` (the reference
-    ``tests/test_wls.py`` compares against)."""
+    ``tests/test_linear.py`` compares against)."""
     levels = []
     for own in ml.levels:
         level = MultilevelSolver.Level()

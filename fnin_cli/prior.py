@@ -1,0 +1,357 @@
+"""Depth priors: depth a user already has beside the normals (``--depth-prior``).
+
+Normals fix a surface's shape but not its scale (perspective), its offset (orthographic),
+the placement of pieces joined to the rest only across jumps, nor, under photometric
+stereo's smooth bias, its lowest frequencies. A depth prior (a sensor's depth map, SfM or
+MVS points, a fitted model's depth, a monocular network's relative depth) supplies them:
+it is one more data term of the least squares (docs/methods.md#depth-prior),
+
+    sum_p  c_p / 2 (z_p - t_p)^2,   t_p = ln d_p (perspective) or d_p (orthographic),
+    c_p = b_p (PRIOR_NORMAL_NOISE / sigma_p)^2,
+
+sigma_p the prior's noise in the unknown's units (sigma / d_p for perspective log-depth),
+b_p the pixel's share of one measurement (1; 1/k^2 for a block of a prior at 1/k of the
+map's size). Every method carries it in every solve (:class:`~fnin_cli.solvers.system.DataTerm`).
+
+- :func:`read_prior` reads a file (a depth map at the map's size or 1/k of it, or a CSV of
+  ``row,col,depth`` points) into a :class:`DepthPrior`;
+- :meth:`DepthPrior.term` is its data term for a system;
+- :func:`fit_relative` maps a relative prior (known up to an affine map of depth, as
+  monocular networks give) onto an integrated surface;
+- :func:`prior_report` measures where the result and the prior disagree, with hints for a
+  prior that is evidently something else (inverse depth, other units, flipped, shifted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .camera import Camera
+from .errors import FninError
+
+# the normals' residual noise assumed against the prior's (normal units: about 3 degrees);
+# it sets how strongly a prior of noise sigma pulls (docs/decisions.md#depth-prior)
+PRIOR_NORMAL_NOISE = 0.05
+# --prior-sigma's default: this fraction of the prior's median depth (perspective) or of its
+# depth range (orthographic), a consumer depth sensor's noise (docs/decisions.md#depth-prior)
+DEFAULT_SIGMA_FRACTION = 0.01
+# no prior is trusted beyond this fraction of its median depth (of its range, orthographic):
+# the least squares stay well conditioned (an exact fit once made the coarse solve singular)
+MIN_SIGMA_FRACTION = 1e-4
+# a relative prior (a network's smooth depth) counts as one measurement per block of this
+# side: its neighbouring values are not independent (docs/decisions.md#depth-prior)
+RELATIVE_BLOCK = 8
+# a prior value beyond this many sigmas from the result counts as a disagreement
+OUTLIER_SIGMAS = 3.0
+KINDS = ("absolute", "relative")
+
+
+@dataclass
+class DepthPrior:
+    """A depth prior laid on the normal map's pixel grid.
+
+    Attributes
+    ----------
+    depth : ndarray
+        (H, W) float64 depth in the prior's units, NaN where it has none.
+    share : ndarray
+        (H, W) each pixel's share of one measurement (1 for a full-size map or a point,
+        1/k^2 inside a block of a prior at 1/k), 0 where ``depth`` is NaN.
+    sigma : float
+        The prior's noise (standard deviation) in its units.
+    kind : str
+        "absolute" (metric depth) or "relative" (known up to an affine map of depth).
+    source : str
+        The file it came from (or a description).
+    block : int
+        k for a prior at 1/k of the map's size, 1 at full size, 0 for points.
+    """
+
+    depth: np.ndarray
+    share: np.ndarray
+    sigma: float
+    kind: str = "absolute"
+    source: str = ""
+    block: int = 1
+
+    @property
+    def valid(self) -> np.ndarray:
+        return np.isfinite(self.depth) & (self.share > 0)
+
+    def describe(self) -> str:
+        what = "points" if self.block == 0 else ("map" if self.block == 1 else f"map at 1/{self.block}")
+        return f"{self.kind} depth prior ({what}, {int(self.valid.sum())} pixels, sigma {self.sigma:g})"
+
+    def term(self, mask: np.ndarray, camera: Camera, share_scale: float = 1.0):
+        """The prior's :class:`~fnin_cli.solvers.system.DataTerm` over the masked pixels (in
+        the unknown's units: log-depth for perspective), each pixel's share times
+        ``share_scale``."""
+        from .solvers.system import DataTerm
+
+        d = self.depth[mask]
+        share = np.where(self.valid[mask], self.share[mask], 0.0) * share_scale
+        has = share > 0
+        target = np.zeros(d.shape)
+        values = d[has]
+        if camera.perspective:
+            floor = MIN_SIGMA_FRACTION * float(np.median(np.abs(values))) if values.size else 0.0
+        else:
+            floor = MIN_SIGMA_FRACTION * float(np.ptp(values)) if values.size else 0.0
+        sigma = max(float(self.sigma), floor)
+        sigma_z = np.full(d.shape, sigma)
+        if camera.perspective:
+            target[has] = np.log(values)
+            sigma_z[has] = sigma / values
+        else:
+            target[has] = values
+        weight = np.zeros(d.shape)
+        weight[has] = share[has] * (PRIOR_NORMAL_NOISE / sigma_z[has]) ** 2
+        return DataTerm(weight, target)
+
+    def relative_term(self, mask: np.ndarray, camera: Camera):
+        """:meth:`term` of a fitted relative prior: each pixel a 1/:data:`RELATIVE_BLOCK`^2
+        share of a measurement."""
+        return self.term(mask, camera, 1.0 / RELATIVE_BLOCK ** 2)
+
+    def on_mask(self, mask: np.ndarray) -> "DepthPrior":
+        """This prior with its values outside ``mask`` dropped."""
+        depth = np.where(mask, self.depth, np.nan)
+        return replace(self, depth=depth, share=np.where(np.isfinite(depth), self.share, 0.0))
+
+
+# ------------------------------------------------------------------ reading
+
+def read_prior(path, shape, camera: Camera, sigma: float | None = None, kind: str = "absolute") -> DepthPrior:
+    """A depth prior from ``path`` for a normal map of ``shape`` under ``camera``.
+
+    A depth map (``.npy``, ``.exr``, float ``.tif``, 16-bit ``.png`` with the scale chunks
+    fnin writes) at the map's size or at 1/k of it (k an integer: each prior pixel is one
+    k x k block); NaN, inf or 0 mean no value. Or a ``.csv`` with the header
+    ``row,col,depth`` (the normal map's pixel coordinates). ``sigma``: the prior's noise in
+    its units (None: :data:`DEFAULT_SIGMA_FRACTION` of its median depth, or of its range
+    for an orthographic camera). Raises :class:`FninError` naming the file and the fix.
+    """
+    path = Path(path)
+    if kind not in KINDS:
+        raise FninError(f"--prior-kind must be one of {', '.join(KINDS)}, got '{kind}'")
+    if sigma is not None and not (np.isfinite(sigma) and sigma > 0):
+        raise FninError(f"--prior-sigma must be a positive number, got {sigma:g}")
+    if not path.exists():
+        raise FninError("depth prior not found", path)
+    if path.suffix.lower() == ".csv":
+        depth, share, block = _read_points(path, shape)
+    else:
+        depth, share, block = _read_map(path, shape)
+    if not np.isfinite(depth).any():
+        raise FninError("the depth prior has no value (all NaN, inf or 0); give a prior with depths", path)
+    if camera.perspective and kind == "absolute":
+        bad = np.isfinite(depth) & (depth < 0)
+        if bad.any():
+            raise FninError(f"the depth prior has {int(bad.sum())} negative depths, and a perspective camera "
+                            "needs depth > 0 along the optical axis; is it a disparity or a z-up height?", path)
+    if sigma is None:
+        v = depth[np.isfinite(depth)]
+        scale = float(np.median(np.abs(v))) if camera.perspective else float(np.percentile(v, 95) - np.percentile(v, 5))
+        sigma = DEFAULT_SIGMA_FRACTION * (scale if scale > 0 else 1.0)
+    return DepthPrior(depth, share, float(sigma), kind, str(path), block)
+
+
+def _read_map(path: Path, shape):
+    from .io.formats import read_depth
+
+    try:
+        arr = read_depth(path).astype(np.float64)
+    except FninError:
+        raise
+    except Exception as exc:
+        raise FninError(f"cannot read the depth prior ({type(exc).__name__}: {exc})", path) from None
+    if arr.ndim != 2:
+        raise FninError(f"a depth prior is one channel, this file has shape {arr.shape}", path)
+    arr[~np.isfinite(arr) | (arr == 0)] = np.nan
+    h, w = shape
+    ph, pw = arr.shape
+    if (ph, pw) == (h, w):
+        return arr, np.where(np.isfinite(arr), 1.0, 0.0), 1
+    k = h // ph if ph else 0
+    if ph and pw and k >= 2 and h // ph == w // pw and (h // k, w // k) == (ph, pw):
+        depth = np.full((h, w), np.nan)
+        depth[:ph * k, :pw * k] = np.kron(arr, np.ones((k, k)))
+        return depth, np.where(np.isfinite(depth), 1.0 / k ** 2, 0.0), k
+    raise FninError(f"the depth prior is {pw}x{ph}, but the normal map is {w}x{h}: give a prior at the map's size "
+                    f"or at 1/k of it (e.g. {w // 2}x{h // 2}, {w // 4}x{h // 4}), or a .csv of row,col,depth points",
+                    path)
+
+
+def _read_points(path: Path, shape):
+    h, w = shape
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FninError(f"cannot read the CSV ({type(exc).__name__})", path) from None
+    rows = [ln for ln in lines if ln.strip()]
+    if not rows or [c.strip().lower() for c in rows[0].split(",")] != ["row", "col", "depth"]:
+        raise FninError("a depth-prior CSV starts with the header row,col,depth (the normal map's pixel "
+                        "coordinates and the depth there)", path)
+    depth = np.full((h, w), np.nan)
+    for i, line in enumerate(rows[1:], start=2):
+        parts = [c.strip() for c in line.split(",")]
+        try:
+            if len(parts) != 3:
+                raise ValueError
+            r, c, d = int(parts[0]), int(parts[1]), float(parts[2])
+        except ValueError:
+            raise FninError(f"line {i} is not row,col,depth (integers, then a number): '{line.strip()}'",
+                            path) from None
+        if not (0 <= r < h and 0 <= c < w):
+            raise FninError(f"line {i}: pixel (row {r}, col {c}) is outside the {w}x{h} normal map", path)
+        if np.isfinite(d) and d != 0:
+            depth[r, c] = d
+    return depth, np.where(np.isfinite(depth), 1.0, 0.0), 0
+
+
+# ------------------------------------------------------------------ relative priors
+
+def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray) -> tuple:
+    """(the prior mapped onto ``depth``, the map): a relative prior's depths p taken to
+    a p + b, the affine map of depth that fits them to an integrated ``depth`` (relative
+    depth, NaN outside ``mask``) in least squares, once more without the worst 10% of the
+    points; its sigma becomes the fit's robust spread (1.4826 x the median absolute
+    residual). Raises :class:`FninError` where the prior and the depth share no pixel."""
+    m = prior.valid & mask & np.isfinite(depth)
+    if m.sum() < 3:
+        raise FninError("the relative depth prior covers fewer than 3 pixels of the object; it cannot be fitted",
+                        prior.source)
+    p, d = prior.depth[m], depth[m]
+    w = np.sqrt(prior.share[m])
+    keep = np.ones(p.size, bool)
+    for _ in range(2):
+        A = np.stack([p[keep], np.ones(int(keep.sum()))], 1) * w[keep, None]
+        (a, b), *_ = np.linalg.lstsq(A, d[keep] * w[keep], rcond=None)
+        res = np.abs(a * p + b - d)
+        keep = res <= np.percentile(res, 90)
+    spread = 1.4826 * float(np.median(np.abs(a * p + b - d)))
+    fitted = a * prior.depth + b
+    fitted[~(np.isfinite(fitted) & (fitted > 0))] = np.nan
+    return replace(prior, depth=fitted, sigma=max(spread, 1e-9 * float(np.nanmedian(np.abs(d))))), (float(a), float(b))
+
+
+# ------------------------------------------------------------------ disagreement
+
+def prior_report(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, camera: Camera, normals=None) -> tuple:
+    """(``prior_residual`` for ``--json``, warnings): how far the result ``depth`` is from
+    the prior where it has values (mean and 95th percentile of |result - prior| in its
+    units, the share beyond :data:`OUTLIER_SIGMAS` sigma, and with the input's ``normals``
+    the prior's :func:`slope_ratio`), a warning where they clearly disagree, and a one-line
+    hint where the prior looks like something else."""
+    m = prior.valid & mask & np.isfinite(depth)
+    if not m.any():
+        return {"pixels": 0}, []
+    r = np.abs(depth[m] - prior.depth[m])
+    out = {"pixels": int(m.sum()), "mean": float(r.mean()), "p95": float(np.percentile(r, 95)),
+           "beyond_3_sigma": float(np.mean(r > OUTLIER_SIGMAS * prior.sigma)), "sigma": prior.sigma}
+    notes = []
+    slope = None if normals is None else slope_ratio(prior, normals, m, camera)
+    if slope is not None:
+        out["slope_ratio"] = slope
+    against = slope is not None and (slope < -0.5 or (not camera.perspective and not 0.5 < slope < 2.0))
+    if out["beyond_3_sigma"] > 0.25 or against:
+        hint = _what_else(prior, depth, m, camera, normals)
+        notes.append(f"the depth prior and the normals disagree ({out['beyond_3_sigma']:.0%} of its pixels are "
+                     f"more than {OUTLIER_SIGMAS:g} sigma, {prior.sigma:g}, from the result)"
+                     + (f"; {hint}" if hint else "; check its units and --prior-sigma"))
+    return out, notes
+
+
+def _what_else(prior: DepthPrior, depth: np.ndarray, m: np.ndarray, camera: Camera, normals=None) -> str:
+    """A one-line guess at what a disagreeing prior is instead (or "")."""
+    p, d = prior.depth[m], depth[m]
+    if p.size < 10:
+        return ""
+    slope = None if normals is None else slope_ratio(prior, normals, m, camera)
+    if slope is not None and slope < -0.5:
+        return (f"its depth runs against the normals' (slope ratio {slope:.2g}): inverse depth or disparity, "
+                "or flipped? convert it to depth, or use --prior-kind relative")
+    if slope is not None and not camera.perspective and not 0.5 < slope < 2.0:
+        return (f"its relief is {slope:.3g}x what the normals give: other units? (orthographic depth is in "
+                "--pixel-size units; or --prior-kind relative)")
+
+    def corr(x, y):
+        x, y = x - x.mean(), y - y.mean()
+        den = np.sqrt((x * x).sum() * (y * y).sum())
+        return float((x * y).sum() / den) if den > 0 else 0.0
+
+    c_depth = corr(p, d)
+    c_inverse = corr(1.0 / np.where(p != 0, p, np.nan), d) if np.all(p != 0) else -1.0
+    if c_inverse > max(0.9, c_depth + 0.05):
+        return "it looks like inverse depth or disparity: convert it to depth, or use --prior-kind relative"
+    if c_depth < -0.5:
+        return "it runs against the result (flipped or negated?)"
+    shifted = _best_shift(prior.depth, depth, m)
+    if shifted is not None:
+        return f"it fits best shifted by {shifted} pixels (row, col): is it registered to the normal map?"
+    return ""
+
+
+def slope_ratio(prior: DepthPrior, normals: np.ndarray, m: np.ndarray, camera: Camera) -> float | None:
+    """How the prior's change along rows compares with what the normals predict over the
+    same spans (the unknown's units: log-depth for perspective): the median ratio of one to
+    the other, 1 for a prior that agrees, about -1 for inverse depth or a flip,
+    s for an orthographic prior in units s times the normals'. None without enough spans."""
+    from .solvers.system import NormalSystem
+
+    step = max(1, prior.block)
+    system = NormalSystem(normals, m, camera)
+    pred = np.zeros(m.shape)
+    pred[m] = -system.nx / system.a_u            # d(unknown)/du each normal predicts
+    pred[~np.isfinite(pred)] = 0.0
+    t = np.full(m.shape, np.nan)
+    t[m] = np.log(prior.depth[m]) if camera.perspective else prior.depth[m]
+    # the unknown's change from column c to c + step: the trapezoid sum of the predicted slopes
+    csum = np.cumsum(pred, axis=1)
+    inside = np.cumsum(m, axis=1)
+    a, b = slice(0, -step), slice(step, None)
+    span = (inside[:, b] - inside[:, a] == step) & m[:, a]
+    dn = (csum[:, b] - csum[:, a]) - 0.5 * (pred[:, b] - pred[:, a])
+    dp = t[:, b] - t[:, a]
+    ok = span & np.isfinite(dp) & (np.abs(dn) > 0)
+    if ok.sum() < 20:
+        return None
+    # the median ratio over spans the normals say change: robust to the jumps, where the
+    # prior changes and the normals cannot say so
+    ok &= np.abs(dn) >= 0.5 * float(np.median(np.abs(dn[ok])))
+    return float(np.median(dp[ok] / dn[ok])) if ok.sum() >= 20 else None
+
+
+def _best_shift(prior_depth: np.ndarray, depth: np.ndarray, m: np.ndarray, reach: int = 4):
+    """The (row, col) shift within ``reach`` pixels that fits the prior to the result far
+    better than none (median |difference| under half of the unshifted one), or None."""
+    def err(dr, dc):
+        shifted = np.roll(np.roll(prior_depth, dr, 0), dc, 1)
+        mm = m & np.isfinite(shifted) & np.isfinite(depth)
+        mm = np.roll(np.roll(mm, 0, 0), 0, 1)
+        return float(np.median(np.abs(shifted[mm] - depth[mm]))) if mm.sum() > 10 else np.inf
+
+    base = err(0, 0)
+    best = min(((err(dr, dc), (dr, dc)) for dr in range(-reach, reach + 1) for dc in range(-reach, reach + 1)
+                if (dr, dc) != (0, 0)), key=lambda t: t[0])
+    return best[1] if best[0] < 0.5 * base else None
+
+
+def as_prior(value, inp) -> DepthPrior | None:
+    """``integrate``'s ``depth_prior`` for the input ``inp``: None, a :class:`DepthPrior`, or a
+    path read with :func:`read_prior`'s defaults; restricted to the input's mask. Raises
+    :class:`FninError` where no prior value falls on the object."""
+    if value is None:
+        return None
+    prior = value if isinstance(value, DepthPrior) else read_prior(value, inp.shape, inp.camera)
+    if prior.depth.shape != inp.mask.shape:
+        raise FninError(f"the depth prior is laid on a {prior.depth.shape[1]}x{prior.depth.shape[0]} grid, the "
+                        f"map is {inp.shape[1]}x{inp.shape[0]}", prior.source)
+    prior = prior.on_mask(inp.mask)
+    if not prior.valid.any():
+        raise FninError("no value of the depth prior falls inside the mask; is it registered to the normal map?",
+                        prior.source)
+    return prior

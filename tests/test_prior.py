@@ -1,0 +1,188 @@
+"""Depth priors (fnin_cli.prior, --depth-prior): analytic scenes whose loose piece only the
+prior can place, priors with holes, at 1/k and as points, relative priors, disagreement
+reports, and every bad input the issue lists."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fnin_cli.errors import FninError
+from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.prior import DepthPrior, fit_relative, read_prior
+
+from helpers import camera, step_surface
+from helpers_cli import invoke, write_folder
+
+
+def _step(kind):
+    cam = camera(kind)
+    surf, side = step_surface(cam)
+    inp = build_input(surf.normals, None, surf.support, cam.K if cam.perspective else None,
+                      pixel_size=None if cam.perspective else cam.pixel_size)
+    return inp, surf.depth, side & surf.support
+
+
+def _noisy(gt, sigma, seed=0, keep=None):
+    d = gt + np.random.default_rng(seed).normal(0.0, sigma, gt.shape)
+    if keep is not None:
+        d = np.where(keep, d, np.nan)
+    return DepthPrior(d, np.isfinite(d).astype(float), sigma)
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+@pytest.mark.parametrize("method", ["fnin", "bini"])
+def test_a_piece_the_normals_cannot_place_is_placed_within_the_priors_noise(kind, method):
+    """Two sheets meet only across a jump: the normals leave the right one's depth free.
+    With a noisy dense prior each sheet sits where the prior puts it, the result is in the
+    prior's units (no rescale), and the error is far below the prior's own noise."""
+    inp, gt, right = _step(kind)
+    sigma = 0.01 * float(np.nanmedian(gt))
+    res = integrate(inp, method, depth_prior=_noisy(gt, sigma))
+    err = res.depth - gt
+    for piece in (right, inp.mask & ~right):
+        assert abs(float(np.median(err[piece]))) < 0.2 * sigma
+    assert float(np.nanmean(np.abs(err[inp.mask]))) < 0.5 * sigma
+    assert "prior" in res.scale_note and res.prior_residual["pixels"] == int(inp.mask.sum())
+    # without the prior the right sheet's depth is a guess: far off in the prior's units
+    free = integrate(inp, method)
+    assert float(np.nanmean(np.abs(free.depth - gt)[inp.mask])) > 10 * sigma
+
+
+def test_a_prior_with_holes_still_places_every_piece_it_touches():
+    inp, gt, right = _step("persp")
+    sigma = 0.01 * float(np.nanmedian(gt))
+    cols = np.arange(gt.shape[1])[None, :].repeat(gt.shape[0], 0)
+    keep = (cols % 10 < 3)                      # 70% of the pixels without a value
+    res = integrate(inp, depth_prior=_noisy(gt, sigma, keep=keep))
+    assert abs(float(np.median((res.depth - gt)[right]))) < 0.3 * sigma
+
+
+def test_a_prior_at_1_over_k_and_sparse_points_read_as_blocks_and_pixels(tmp_path):
+    inp, gt, right = _step("persp")
+    h, w = gt.shape
+    k = 4
+    blocks = np.nanmean(np.where(inp.mask, gt, np.nan).reshape(h // k, k, w // k, k), axis=(1, 3))
+    np.save(tmp_path / "p4.npy", blocks.astype(np.float32))
+    p = read_prior(tmp_path / "p4.npy", (h, w), inp.camera, sigma=0.01)
+    assert p.block == k and p.share[0, 0] == pytest.approx(1 / k ** 2)
+    assert np.allclose(p.depth[:k, :k], blocks[0, 0], equal_nan=True)
+    rows, cols = np.nonzero(inp.mask)
+    pick = np.random.default_rng(1).choice(rows.size, 60, replace=False)
+    lines = ["row,col,depth"] + [f"{rows[i]},{cols[i]},{gt[rows[i], cols[i]]:.6f}" for i in pick]
+    (tmp_path / "pts.csv").write_text("\n".join(lines) + "\n")
+    pts = read_prior(tmp_path / "pts.csv", (h, w), inp.camera, sigma=0.001)
+    assert pts.block == 0 and int(pts.valid.sum()) == 60
+    for prior in (p, pts):
+        res = integrate(inp, depth_prior=prior)
+        assert abs(float(np.median((res.depth - gt)[right]))) < 0.01 * float(np.nanmedian(gt))
+
+
+def test_relative_prior_is_fitted_by_an_affine_map_and_the_result_stays_relative():
+    inp, gt, right = _step("persp")
+    a, b = 0.7, 3.0
+    prior = DepthPrior(a * gt + b, np.isfinite(gt).astype(float), 0.1, kind="relative")
+    fitted, (fa, fb) = fit_relative(prior, gt * 2.0, inp.mask)       # a surface known up to scale
+    assert fa == pytest.approx(2.0 / a, rel=1e-6) and fb == pytest.approx(-2.0 * b / a, rel=1e-6)
+    res = integrate(inp, depth_prior=prior)
+    assert np.nanmean(res.depth[inp.mask]) == pytest.approx(1.0, rel=1e-6)     # relative: mean 1
+    assert "relative depth prior" in res.scale_note
+    ratio = res.depth / gt                                   # one scale for both sheets
+    left, right_scale = np.median(ratio[inp.mask & ~right]), np.median(ratio[right])
+    assert right_scale == pytest.approx(left, rel=0.005)
+    free = integrate(inp).depth / gt                         # without the prior they differ
+    assert abs(np.median(free[right]) / np.median(free[inp.mask & ~right]) - 1) > 0.05
+
+
+def test_a_prior_in_other_units_or_inverted_gets_a_hint():
+    """Orthographic depth has the normals' units (--pixel-size): a prior in other units
+    disagrees and is named; a perspective prior in other units only rescales (no warning);
+    inverse depth runs against the normals and is named."""
+    inp, gt, _ = _step("ortho")
+    with pytest.warns(UserWarning, match="other units"):
+        res = integrate(inp, depth_prior=DepthPrior(gt * 1000.0, np.isfinite(gt).astype(float), 0.01))
+    assert res.prior_residual["beyond_3_sigma"] > 0.25
+    inp, gt, _ = _step("persp")
+    res = integrate(inp, depth_prior=DepthPrior(gt * 1000.0, np.isfinite(gt).astype(float), 0.01 * np.nanmedian(gt)))
+    assert res.prior_residual["beyond_3_sigma"] < 0.05
+    inv = 1.0 / gt
+    with pytest.warns(UserWarning, match="inverse depth"):
+        integrate(inp, depth_prior=DepthPrior(inv * float(np.nanmedian(gt)) ** 2, np.isfinite(gt).astype(float),
+                                              0.001))
+
+
+# ------------------------------------------------------------------ the command line
+
+def _folder(tmp_path):
+    folder = write_folder(tmp_path / "case", seed=2)
+    return folder
+
+
+def test_cli_reads_a_layout_prior_and_reports_it(tmp_path):
+    folder = _folder(tmp_path)
+    from fnin_cli.pipeline import load_input
+
+    inp = load_input(folder)
+    ref = integrate(inp, "wls")
+    depth = np.where(inp.mask, ref.depth * 2000.0, np.nan).astype(np.float32)   # a prior in "mm"
+    np.save(folder / "depth_prior.npy", depth)
+    r = invoke(["integrate", folder, "-o", tmp_path / "d.npy", "--json", "--method", "wls"])
+    assert r.exit_code == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["prior_source"].endswith("depth_prior.npy") and rec["prior_residual"]["pixels"] > 0
+    out = np.load(tmp_path / "d.npy")
+    assert np.nanmedian(out / depth) == pytest.approx(1.0, rel=1e-3)      # in the prior's units
+
+
+@pytest.mark.parametrize("content, message", [
+    ("size", "at 1/k of it"),
+    ("empty", "has no value"),
+    ("negative", "negative depths"),
+    ("csv_outside", "outside the"),
+    ("csv_bad", "is not row,col,depth"),
+    ("csv_header", "header row,col,depth"),
+])
+def test_bad_priors_fail_in_one_line_and_write_nothing(tmp_path, content, message):
+    folder = _folder(tmp_path)
+    from fnin_cli.pipeline import load_input
+
+    h, w = load_input(folder).shape
+    if content == "size":
+        path = tmp_path / "p.npy"
+        np.save(path, np.ones((h - 3, w), np.float32))
+    elif content in ("empty", "negative"):
+        path = tmp_path / "p.npy"
+        np.save(path, np.full((h, w), np.nan if content == "empty" else -5.0, np.float32))
+    else:
+        path = tmp_path / "p.csv"
+        path.write_text({"csv_outside": f"row,col,depth\n{h + 4},1,3.0\n", "csv_bad": "row,col,depth\n1,x,3\n",
+                         "csv_header": "r,c,z\n1,1,3\n"}[content])
+    out = tmp_path / "d.npy"
+    r = invoke(["integrate", folder, "-o", out, "--depth-prior", path])
+    assert r.exit_code == 1 and message in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--prior-sigma", "-1"], "--prior-sigma must be a positive number"),
+    (["--prior-kind", "metric"], "unknown --prior-kind"),
+    (["--mean-depth", "2"], "--mean-depth and --depth-prior"),
+])
+def test_prior_options_that_cannot_work_are_usage_errors(tmp_path, args, message):
+    folder = _folder(tmp_path)
+    np.save(tmp_path / "p.npy", np.ones((48, 48), np.float32))
+    r = invoke(["integrate", folder, "-o", tmp_path / "d.npy", "--depth-prior", tmp_path / "p.npy", *args])
+    assert r.exit_code == 2 and message in r.stderr
+
+
+def test_prior_options_need_a_prior(tmp_path):
+    r = invoke(["integrate", _folder(tmp_path), "-o", tmp_path / "d.npy", "--prior-sigma", "1"])
+    assert r.exit_code == 2 and "need --depth-prior" in r.stderr
+
+
+def test_api_refuses_a_prior_on_another_grid():
+    inp, gt, _ = _step("persp")
+    with pytest.raises(FninError, match="grid"):
+        integrate(inp, depth_prior=DepthPrior(np.ones((5, 5)), np.ones((5, 5)), 1.0))
