@@ -42,6 +42,7 @@ class Options:
     refine: int | None = None     # None: the method's own rounds (registry)
     device: str = "auto"
     network_side: int | None = None
+    bini_k: float | None = None   # --bini-k: BiNI's sigmoid sharpness (pipeline.integrate's bini_k)
     model: str | None = None
     mean_depth: float | None = None
     depth_at: tuple | None = None
@@ -76,6 +77,8 @@ class Options:
             raise UsageError(f"--refine must be 0 or more, got {self.refine}")
         if self.network_side is not None and self.network_side < 16:
             raise UsageError(f"--network-side must be 16 or more, got {self.network_side}")
+        if self.bini_k is not None and not (np.isfinite(self.bini_k) and self.bini_k > 0):
+            raise UsageError(f"--bini-k must be a positive number, got {self.bini_k:g}")
         if self.threads < 1:
             raise UsageError(f"--threads must be 1 or more, got {self.threads}")
         if self.downsample < 1:
@@ -118,7 +121,7 @@ class Options:
     def run_config(self) -> dict:
         """The integration configuration these options run (``--show-config``; the
         ``--json`` record's "config"): :func:`fnin_cli.pipeline.run_config`."""
-        return run_config(self.method, self.refine, network_side=self.network_side)
+        return run_config(self.method, self.refine, network_side=self.network_side, bini_k=self.bini_k)
 
 
 def parse_depth_at(text: str) -> tuple[int, int, float]:

@@ -363,7 +363,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
                     mean_depth=options.mean_depth, depth_at=depth_at, model=_STATE["model"],
-                    network_side=options.network_side,
+                    network_side=options.network_side, bini_k=options.bini_k,
                     stage=None if status is None else status.stage,
                     progress=None if status is None else status.iteration)
     for k, v in res.seconds.items():

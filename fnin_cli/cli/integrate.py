@@ -96,6 +96,10 @@ def integrate_cmd(
                                "(network stage of fnin)"),
     network_side: Optional[int] = typer.Option(None, "--network-side", help="rarely needed: fnin's finest network "
                                                "scale, short side in pixels (default 64; docs/usage.md)"),
+    bini_k: Optional[float] = typer.Option(
+        None, "--bini-k", metavar="K", help=f"BiNI's sigmoid sharpness k for bini, fnin-s and every refine round "
+        f"(default {DEFAULT.solver.k:g}, {DEFAULT.rounds.k:g} in fnin's rounds; larger: sharper weights at depth "
+        "jumps)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights (.safetensors); default: bundled"),
     depth: Optional[str] = typer.Option(None, "--depth", help="also write the depth map (float32, NaN outside)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="also write the discontinuity map (0..1)"),
@@ -132,7 +136,7 @@ def integrate_cmd(
             mask=None if mask is None else str(mask), K=None if K is None else str(K), fx=fx, fy=fy, cx=cx, cy=cy,
             ortho=ortho, pixel_size=pixel_size, convention=convention, channels=channels,
             float_encoding=float_encoding.lower(), allow_invalid=allow_invalid, method=method.lower(), refine=refine,
-            device=device.lower(), network_side=network_side, model=None if model is None else str(model),
+            device=device.lower(), network_side=network_side, bini_k=bini_k, model=None if model is None else str(model),
             mean_depth=mean_depth,
             depth_at=(None if not depth_at else parse_depth_at(depth_at[0]) if len(depth_at) == 1
                       else tuple(parse_depth_at(d) for d in depth_at)), colors=colors, cut=cut, force=force,
