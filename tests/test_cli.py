@@ -17,7 +17,8 @@ from helpers_cli import invoke, run_fnin, write_case, write_folder, write_random
 
 JSON_KEYS = {"input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels", "seconds",
              "scale_note", "warnings", "peak_rss_mb", "convention",
-             "mask_source", "camera_source", "config", "loose_pieces"}  # the last four: issues 32, 33, 31
+             "mask_source", "camera_source", "config", "loose_pieces",  # these four: issues 32, 33, 31
+             "iterations"}                                             # issue 43
 
 
 def test_file_with_mask_and_K_writes_mesh_depth_weights_preview(tmp_path):
@@ -99,6 +100,28 @@ def test_json_schema_one_object_per_input(tmp_path):
     # human messages on stderr: the error line and the summary table
     assert f"error: {bad}: " in r.stderr
     assert "1 ok, 1 failed" in r.stderr
+
+
+def test_json_reports_the_methods_own_iterations(tmp_path):
+    """Issue 43: --json said "refine": 0 for bini and nothing of its IRLS iterations. Now
+    "iterations" is the method's own (bini's IRLS iterations, as the API's Result counts
+    them; 1 for one solve) and "refine" the BiNI rounds after it."""
+    c = write_case(tmp_path, seed=2)
+    inp = load_input(c["normals"], mask=c["mask"], K=c["K"])
+    recs = {}
+    for method, extra in (("bini", []), ("bini", ["--refine", "2"]), ("wls", []), ("wls", ["--refine", "1"])):
+        r = invoke(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", method, *extra,
+                    "-o", tmp_path / f"{method}{len(extra)}.npy", "--json", "--force"])
+        assert r.exit_code == 0, r.stderr
+        recs[method, len(extra)] = json.loads(r.stdout)
+    with limit_threads(1):
+        api, api2 = integrate(inp, "bini"), integrate(inp, "bini", refine=2)
+    assert api.rounds == 0 and api.iterations > 1
+    assert api2.rounds >= 1 and api2.iterations == api.iterations + api2.rounds     # Result counts both
+    assert (recs["bini", 0]["iterations"], recs["bini", 0]["refine"]) == (api.iterations, 0)
+    assert (recs["bini", 2]["iterations"], recs["bini", 2]["refine"]) == (api.iterations, api2.rounds)
+    assert (recs["wls", 0]["iterations"], recs["wls", 0]["refine"]) == (1, 0)
+    assert (recs["wls", 2]["iterations"], recs["wls", 2]["refine"]) == (1, 1)
 
 
 def test_exit_codes_of_the_real_command(tmp_path):

@@ -100,8 +100,8 @@ def test_json_record_has_the_config_it_ran(tmp_path):
     p = run_fnin(["integrate", DOME, "-o", tmp_path / "d.npy", "--method", "wls", "--json"])
     assert p.returncode == 0, p.stderr
     rec = json.loads(p.stdout)
-    assert list(rec) == ["input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
-                         "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source",
+    assert list(rec) == ["input", "status", "error", "outputs", "method", "refine", "iterations", "camera", "shape",
+                         "pixels", "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source",
                          "camera_source", "config", "loose_pieces"]
     assert rec["config"] == run_config("wls")
     # a failed input records it too

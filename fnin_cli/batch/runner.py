@@ -29,6 +29,7 @@ from ..solvers.registry import BY_NAME
 from .memory import check_memory
 from .options import Options
 from .plan import Job
+from .preview import method_iterations
 from .progress import QueueStatus
 from .write import write_outputs
 
@@ -184,7 +185,7 @@ def new_record(job: Job, options: Options) -> dict:
     """A fresh ``--json`` record for ``job`` (status ``failed`` until it succeeds)."""
     return {
         "input": job.input, "name": job.name, "status": "failed", "error": None,
-        "outputs": {}, "method": options.method, "refine": options.refine,
+        "outputs": {}, "method": options.method, "refine": options.refine, "iterations": None,
         "camera": None, "shape": None, "pixels": None, "seconds": {},
         "scale_note": None, "warnings": [], "peak_rss_mb": None, "convention": None,
         "mask_source": None, "camera_source": None,
@@ -371,6 +372,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
             secs[k] = round(float(v), 4)
     secs["integrate"] = round(float(res.seconds.get("total", 0.0)), 4)
     rec["refine"] = res.rounds          # rounds actually run (the default stops by its rule)
+    rec["iterations"] = method_iterations(res)   # the method's own (bini: its IRLS iterations)
     rec["scale_note"] = res.scale_note
     rec["warnings"] = list(res.warnings)
     rec["pixels"] = res.pixels
@@ -516,7 +518,7 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order; ``downsample`` and
     ``input_shape`` (the map's own size) only with --downsample)."""
-    keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
+    keys = ("input", "status", "error", "outputs", "method", "refine", "iterations", "camera", "shape", "pixels",
             "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source",
             "config", "loose_pieces")
     return {k: rec.get(k) for k in keys} | {k: rec[k] for k in ("downsample", "input_shape") if k in rec}
