@@ -124,6 +124,30 @@ def test_json_reports_the_methods_own_iterations(tmp_path):
     assert (recs["wls", 2]["iterations"], recs["wls", 2]["refine"]) == (1, 1)
 
 
+def test_usage_line_reads_input_and_unknown_options_suggest_only_close_names(tmp_path):
+    """Issue 43: the usage line read "[INPUT...]..." and "--deph" suggested "--jobs, --out"
+    (every long option shares "--"). Now "INPUT..." and close matches only, or none."""
+    from fnin_cli.cli.app import close_options
+
+    usage = invoke(["integrate", "--help"]).stdout.splitlines()[0]
+    assert usage.endswith(" integrate [OPTIONS] INPUT..."), usage
+    assert "[INPUT" not in invoke(["integrate", "--help"]).stdout
+    c = write_case(tmp_path, seed=2)
+    said = {}
+    for cmd, typo in (("integrate", "--deph"), ("integrate", "--ouptut"), ("integrate", "--bini_k"),
+                      ("integrate", "--zzz"), ("bench", "--deph"), ("bench", "--mehtods")):
+        args = [cmd, c["normals"], typo, "1"] if cmd == "integrate" else [cmd, typo, "1"]
+        r = invoke(args)
+        assert r.exit_code == 2 and f"No such option: {typo}" in r.output and "Traceback" not in r.output
+        line = next(x for x in r.output.splitlines() if "No such option" in x)
+        said[cmd, typo] = line.partition("Possible options: ")[2].rstrip(")")
+    assert said == {("integrate", "--deph"): "--depth, --depth-at", ("integrate", "--ouptut"): "--out",
+                    ("integrate", "--bini_k"): "--bini-k", ("integrate", "--zzz"): "",
+                    ("bench", "--deph"): "", ("bench", "--mehtods"): "--methods"}
+    assert close_options("--deph", ["--jobs", "--out", "-d"]) == []
+    assert close_options("-x", ["--x"]) == []
+
+
 def test_exit_codes_of_the_real_command(tmp_path):
     c = write_case(tmp_path, seed=7)
     ok = run_fnin(["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "wls",

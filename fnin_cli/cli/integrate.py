@@ -23,7 +23,7 @@ from ..io import DEPTH_SUFFIXES, FORMATS, MESH_SUFFIXES, NORMAL_SUFFIXES
 from ..io.layout import beside
 from ..model import ACCELERATORS, DEVICES
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
-from .app import die, stderr_console, app
+from .app import FninCommand, app, die, stderr_console
 
 # the suffixes the help names, from the io module's format table (one per format for outputs)
 _NORMAL = " ".join(NORMAL_SUFFIXES)
@@ -57,7 +57,7 @@ summary go to stderr.
 """
 
 
-@app.command("integrate", help=_INTEGRATE_HELP, no_args_is_help=True)
+@app.command("integrate", help=_INTEGRATE_HELP, no_args_is_help=True, cls=FninCommand)
 def integrate_cmd(
     ctx: typer.Context,
     inputs: Optional[list[str]] = typer.Argument(None, metavar="INPUT...", show_default=False,
