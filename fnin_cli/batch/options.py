@@ -12,6 +12,7 @@ from ..conventions import canonical
 from ..errors import FninError
 from ..model import DEFAULT_WEIGHTS, DEVICES, unknown_device
 from ..inputs import ORTHO_AND_K, parse_channels
+from ..mesh import MESH_AXES
 from ..pipeline import run_config
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_named
 
@@ -48,6 +49,7 @@ class Options:
     depth_at: tuple | None = None
     colors: bool = True
     cut: float = 1.0
+    mesh_axes: str | None = None  # --mesh-axes opencv|opengl (mesh.MESH_AXES); None: each format's own
     force: bool = False
     debug: bool = False
     threads: int = 1
@@ -103,6 +105,11 @@ class Options:
             v = getattr(self, name)
             if v is not None and not np.isfinite(v):
                 raise UsageError(f"--{name} must be a number, got {v}")
+        if self.mesh_axes is not None:
+            self.mesh_axes = self.mesh_axes.lower()
+            if self.mesh_axes not in MESH_AXES:
+                raise UsageError(f"unknown --mesh-axes '{self.mesh_axes}'; use {' or '.join(MESH_AXES)} "
+                                 "(opengl: x right, y up, z toward the viewer)")
         if not (np.isfinite(self.cut) and self.cut > 0):
             raise UsageError(f"--cut must be a positive number, got {self.cut}")
         if self.mean_depth is not None and self.depth_at is not None:

@@ -110,6 +110,10 @@ def integrate_cmd(
                                                  help="fix the scale/offset by one known pixel depth instead; "
                                                       "repeat it to pin each loose piece (--json lists them)"),
     colors: bool = typer.Option(True, "--colors/--no-colors", help="mesh vertex colours from the normals"),
+    mesh_axes: Optional[str] = typer.Option(
+        None, "--mesh-axes", metavar="opencv|opengl", help="axes of .ply/.obj/.stl meshes: opencv (default: the "
+        "camera's, x right, y down, z forward) or opengl (x right, y up, z toward the viewer, as most viewers and "
+        "glTF; .glb always)"),
     cut: float = typer.Option(1.0, "--cut", help="rarely needed: drop mesh triangles across depth jumps whose "
                               "residual exceeds this (normal units; larger keeps more; docs/usage.md)"),
     force: bool = typer.Option(False, "--force", help="overwrite existing outputs"),
@@ -139,7 +143,8 @@ def integrate_cmd(
             device=device.lower(), network_side=network_side, bini_k=bini_k, model=None if model is None else str(model),
             mean_depth=mean_depth,
             depth_at=(None if not depth_at else parse_depth_at(depth_at[0]) if len(depth_at) == 1
-                      else tuple(parse_depth_at(d) for d in depth_at)), colors=colors, cut=cut, force=force,
+                      else tuple(parse_depth_at(d) for d in depth_at)), colors=colors, cut=cut, mesh_axes=mesh_axes,
+            force=force,
             debug=debug, threads=threads, downsample=downsample,
         ).check()
     except UsageError as exc:
