@@ -19,6 +19,7 @@ _OPTIONS = {
     "float-encoding": ("float_encoding", r"raw|half"), "device": ("device", r"auto|cpu|cuda|mps"),
     "method": ("method", r"[a-z][\w-]*"), "mask": ("mask", None), "K": ("K", None),
     "mean-depth": ("mean_depth", None), "depth-at": ("depth_at", None), "refine": ("refine", None),
+    "mesh-axes": ("axes", r"opencv|opengl"),
 }
 _OPTION_RE = re.compile(r"--(" + "|".join(sorted(map(re.escape, _OPTIONS), key=len, reverse=True)) + r")\b(?!-)"
                         r"(?: (\S+))?")

@@ -106,6 +106,13 @@ def load_input(
         else:  # explicit convention facing away: the loader's own refusal below (as before)
             chk.chosen, chk.changed = chk.given, False
     normals, valid, nonfinite = _decode_normalise(arr, bitdepth, chk)
+    # 8-bit data in a 16-bit or float file: the same quantisation as an 8-bit file, which
+    # build_input names (the file's bit depth alone missed 8-bit maps saved wider)
+    codes = _eight_bit_codes(arr, bitdepth, valid if mask is None else valid & mask,
+                             chk.chosen.float_encoding == "half")
+    if codes:
+        warnings.append(f"8-bit values in a {codes}: quantisation limits accuracy (about 0.5 degree); "
+                        "prefer normals saved before rounding to 8 bits (16-bit PNG or EXR)")
     if mask is None:  # NaN/inf are background: count them for a warning
         if nonfinite:
             warnings.append(f"{nonfinite} NaN/inf normals and no mask: treated as background")
@@ -155,6 +162,38 @@ def _decode_normalise(arr: np.ndarray, bitdepth, chk) -> tuple[np.ndarray, np.nd
             nonfinite += int(np.count_nonzero(~np.isfinite(vec).all(axis=-1)))
         valid[r:r + step] = conventions.normalise(vec, inplace=True)[1]
     return normals, valid, nonfinite
+
+
+# a float map holds 8-bit codes when (n + 1) / 2 * 255 is this close to a whole number
+# everywhere (float32 round-off of c / 127.5 - 1 is ~1e-5 of a code; a float16 EXR's
+# ~0.06: such files are not flagged)
+EIGHT_BIT_TOL = 1e-3
+
+
+def _eight_bit_codes(arr: np.ndarray, bitdepth, domain: np.ndarray, half: bool = False) -> str | None:
+    """What a 16-bit or float normal map holding only 8-bit colour codes on ``domain`` is
+    ("16-bit normal map (every value a multiple of 257)", the way image tools widen 8 bits
+    to 16; "float normal map (...)"), or None. A band of rows at a time; a real 16-bit or
+    float map fails on its first pixels."""
+    if bitdepth not in (16, None) or not domain.any():
+        return None
+    h, w = domain.shape
+    step = max(1, DECODE_CHUNK // max(1, w))
+    for r in range(0, h, step):
+        d = domain[r:r + step]
+        if not d.any():
+            continue
+        x = arr[r:r + step, :, :3][d]
+        if bitdepth == 16:
+            if np.any(x % 257):
+                return None
+        else:
+            c = x.astype(np.float64) * 255.0 if half else (x.astype(np.float64) + 1.0) * 127.5
+            if not np.all(np.abs(c - np.round(c)) <= EIGHT_BIT_TOL):
+                return None
+    if bitdepth == 16:
+        return "16-bit normal map (every value a multiple of 257)"
+    return "float normal map (every (n + 1) / 2 x 255 a whole number)"
 
 
 def parse_channels(channels) -> tuple:

@@ -288,26 +288,44 @@ def _quad_faces(m, points, index, cuts) -> tuple:
 # turn about x, so a .glb opens the right way up, facing the viewer, in browser viewers
 # and Blender; the other formats keep the camera frame (README "Outputs")
 GLTF_FROM_CAMERA = np.diag([1.0, -1.0, -1.0])
+# the mesh axes write_mesh offers (``--mesh-axes``): "opencv", the camera frame (x right,
+# y down, z forward: PLY, OBJ and STL by default), and "opengl", glTF's and most viewers'
+# (x right, y up, z toward the viewer: GLTF_FROM_CAMERA; GLB always, as glTF requires)
+MESH_AXES = ("opencv", "opengl")
 
 
-def write_mesh(path, mesh, force: bool = False) -> Path:
+def write_mesh(path, mesh, force: bool = False, axes: str | None = None) -> Path:
     """Write ``mesh`` atomically as binary .ply, .obj, binary .stl or .glb (chosen by suffix).
 
     PLY, OBJ and GLB keep one vertex per masked pixel and the vertex colours; STL stores
-    triangles only (no colours; a pixel in no triangle is absent). GLB is in glTF's axes
-    (``GLTF_FROM_CAMERA``)."""
+    triangles only (no colours; a pixel in no triangle is absent). ``axes`` (``MESH_AXES``):
+    None or "opencv" keep PLY/OBJ/STL in the camera frame (x right, y down, z forward;
+    y is down in viewers that take y as up), "opengl" writes (x, -y, -z): x right, y up,
+    z toward the viewer, a half turn about x (the faces keep their winding). GLB is always
+    in glTF's axes (``GLTF_FROM_CAMERA``, the "opengl" ones): "opencv" with .glb is an error."""
     path = Path(path)
     suf = path.suffix.lower()
     if suf not in io.MESH_SUFFIXES:
         raise FninError(f"unknown mesh type '{suf or '(none)'}'; use one of {', '.join(io.MESH_SUFFIXES)}", path)
+    if axes is not None and axes not in MESH_AXES:
+        raise FninError(f"unknown mesh axes '{axes}'; use {' or '.join(MESH_AXES)}")
+    if axes == "opencv" and suf == ".glb":
+        raise FninError(GLB_AXES, path)
     path = io.check_output(path, force)
     vertices, faces = np.asarray(mesh.vertices), np.asarray(mesh.faces)
+    if axes == "opengl" and suf != ".glb":     # (write_glb turns them itself)
+        vertices = np.asarray(vertices, np.float64) * np.diag(GLTF_FROM_CAMERA)
     with io.atomic_path(path) as tmp:
         if suf == ".stl":       # triangles only
             write_stl(tmp, vertices, faces)
         else:
             {".ply": write_ply, ".obj": write_obj, ".glb": write_glb}[suf](tmp, vertices, faces, _colors(mesh))
     return path
+
+
+# the one message of the rule "a .glb is in glTF's axes" (write_mesh, the CLI's plan)
+GLB_AXES = ("--mesh-axes opencv does not go with .glb: glTF fixes its axes (x right, y up, z toward the "
+            "viewer); write .ply, .obj or .stl, or drop --mesh-axes")
 
 
 def _colors(mesh):

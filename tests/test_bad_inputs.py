@@ -412,6 +412,47 @@ def test_8bit_map_warns_but_integrates(tmp_path):
     assert np.isfinite(np.load(tmp_path / "d.npy")).sum() > 1000
 
 
+def test_every_8bit_input_warns_once_whatever_its_container(tmp_path):
+    """Issue 43: the 8-bit warning came from the file's bit depth alone, so 8-bit data
+    saved in a 16-bit PNG (values x 257) or a float file (c / 127.5 - 1) passed silently.
+    Each input holding 8-bit codes warns once; true 16-bit and float maps do not."""
+    import tifffile
+
+    s = scene(4)
+    ps = from_internal(np.nan_to_num(s.normals), "ps")
+    code = np.clip(np.round((ps + 1) * 127.5), 0, 255).astype(np.uint8)
+    code[~s.mask] = 255
+    maps = tmp_path / "maps"
+    maps.mkdir()
+    io.write_png(maps / "png8.png", code)
+    io.write_png(maps / "rgba8.png", np.dstack([code, np.full(code.shape[:2], 255, np.uint8)]))
+    tifffile.imwrite(maps / "tif8.tif", code)
+    np.save(maps / "npy8.npy", code)
+    io.write_png(maps / "png16of8.png", code.astype(np.uint16) * 257)
+    floats = np.where(s.mask[..., None], code / 127.5 - 1, np.nan).astype(np.float32)
+    np.save(maps / "float_of8.npy", floats)
+    io.write_array(maps / "exr_of8.exr", floats)
+    io.write_normal_map(maps / "true16.png", s.normals)                       # 16 bits of the same map
+    np.save(maps / "true_float.npy", np.where(s.mask[..., None], ps, np.nan).astype(np.float32))
+    eight = ["png8.png", "rgba8.png", "tif8.tif", "npy8.npy", "png16of8.png", "float_of8.npy", "exr_of8.exr"]
+    names = eight + ["true16.png", "true_float.npy"]
+    r = invoke(["integrate", *[maps / n for n in names], "--K", write_case(tmp_path / "k", seed=4)["K"],
+                "--out-dir", tmp_path / "out", "--method", "wls", "--json"])
+    assert r.exit_code == 0, r.stderr
+    recs = {os.path.basename(rec["input"]): rec for rec in map(json.loads, r.stdout.splitlines())}
+    for n in names:
+        said = [w for w in recs[n]["warnings"] if "8-bit" in w]
+        assert len(said) == (n in eight), (n, recs[n]["warnings"])
+        lines = [x for x in r.stderr.splitlines() if x.startswith(f"warning: {maps / n}: ") and "8-bit" in x]
+        assert len(lines) == (n in eight), (n, r.stderr)
+    assert "multiple of 257" in recs["png16of8.png"]["warnings"][0]
+    # the half encoding's codes, (n + 1) / 2 = c / 255
+    np.save(maps / "half_of8.npy", np.where(s.mask[..., None], code / 255.0, np.nan).astype(np.float32))
+    r = invoke(["integrate", maps / "half_of8.npy", "--float-encoding", "half", "--K", tmp_path / "k" / "n_K.txt",
+                "-o", tmp_path / "h.npy", "--method", "wls", "--json"])
+    assert r.exit_code == 0 and sum("8-bit" in w for w in json.loads(r.stdout)["warnings"]) == 1, r.stderr
+
+
 def test_rgba_map_uses_rgb(tmp_path):
     """A 4-channel map (e.g. an RGBA PNG from a renderer) is read as RGB; alpha is ignored."""
     s, ps = _normals_ps(4)

@@ -12,9 +12,10 @@ import pytest
 
 from fnin_cli.config import DEFAULT, IntegrationConfig
 from fnin_cli.pipeline import integrate, load_input, run_config
+from fnin_cli.resources import limit_threads
 from fnin_cli.solvers.registry import BY_NAME, METHODS
 
-from helpers_cli import invoke, run_fnin
+from helpers_cli import invoke, run_fnin, write_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 DOME = ROOT / "samples" / "dome"
@@ -58,6 +59,30 @@ def test_integrate_uses_the_config_it_is_given():
     np.testing.assert_array_equal(other, integrate(inp, "bini", bini_k=3.0).depth)
 
 
+def test_bini_k_option_reaches_the_run(tmp_path):
+    """--bini-k K is the API's bini_k (issue 43): the same depth bit for bit and another
+    than the default k's, recorded in --show-config and the --json config; K must be > 0."""
+    c = write_folder(tmp_path / "case", seed=2)          # 48x48: bini in a blink
+    inp = load_input(c)
+    r = invoke(["integrate", c, "--method", "bini", "--bini-k", "4", "-o", tmp_path / "k4.npy", "--json"])
+    assert r.exit_code == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["config"] == run_config("bini", bini_k=4.0)
+    assert rec["config"]["solver"]["k"] == 4.0 and DEFAULT.solver.k != 4.0
+    with limit_threads(1):      # the CLI's thread counts (--threads 1)
+        api = integrate(inp, "bini", bini_k=4.0).depth
+        default = integrate(inp, "bini").depth
+    np.testing.assert_array_equal(np.load(tmp_path / "k4.npy"), api)
+    assert not np.array_equal(api, default, equal_nan=True)
+    shown = json.loads(invoke(["integrate", "--show-config", "--bini-k", "4"]).stdout)
+    assert shown["solver"]["k"] == 4.0 and shown["rounds"]["k"] == 4.0          # fnin's rounds too
+    for bad in ("0", "-1", "nan", "inf"):
+        r = invoke(["integrate", c, "--method", "bini", "--bini-k", bad, "-o", tmp_path / "x.npy"])
+        assert r.exit_code == 2 and "Traceback" not in r.stderr
+        assert r.stderr.strip() == f"error: --bini-k must be a positive number, got {float(bad):g}"
+    assert not (tmp_path / "x.npy").exists()
+
+
 def test_show_config_prints_what_would_run_and_exits_0():
     r = invoke(["integrate", "--show-config"])
     assert r.exit_code == 0, r.output
@@ -75,8 +100,8 @@ def test_json_record_has_the_config_it_ran(tmp_path):
     p = run_fnin(["integrate", DOME, "-o", tmp_path / "d.npy", "--method", "wls", "--json"])
     assert p.returncode == 0, p.stderr
     rec = json.loads(p.stdout)
-    assert list(rec) == ["input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
-                         "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source",
+    assert list(rec) == ["input", "status", "error", "outputs", "method", "refine", "iterations", "camera", "shape",
+                         "pixels", "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source",
                          "camera_source", "config", "loose_pieces"]
     assert rec["config"] == run_config("wls")
     # a failed input records it too

@@ -69,6 +69,27 @@ def test_layout_files_read_the_mask_and_K_beside_them(tmp_path):
     assert rec["mask_source"] == str(root / "s0" / "mask.png")
 
 
+def test_a_glob_of_a_folder_fails_the_entries_that_hold_no_map_and_writes_the_others(tmp_path):
+    """README "Batch use": 'DIR/*' takes every entry; a folder or file beside the maps that
+    holds no normal map fails as its own input (exit 1), the maps are still written;
+    'DIR/*/normal_map.*' takes only the maps."""
+    root = tmp_path / "scans"
+    for i, seed in enumerate(PERSP_SEEDS[:2]):
+        write_folder(root / f"s{i}", seed=seed)
+    (root / "notes").mkdir()
+    (root / "notes" / "readme.txt").write_text("lighting: 12 LEDs")
+    (root / "list.txt").write_text("s0 s1")
+    out = tmp_path / "out"
+    r = invoke(["integrate", str(root / "*"), "--out-dir", out, "--method", "wls", "--format", "npy"])
+    assert r.exit_code == 1, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["s0.npy", "s1.npy"]
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 2 and str(root / "list.txt") in errors[0] and str(root / "notes") in errors[1]
+    r = invoke(["integrate", str(root / "*" / "normal_map.*"), "--out-dir", tmp_path / "only", "--method", "wls",
+                "--format", "npy"])
+    assert r.exit_code == 0 and sorted(p.name for p in (tmp_path / "only").iterdir()) == ["s0.npy", "s1.npy"]
+
+
 def test_out_dir_refuses_to_nest_in_a_file(tmp_path):
     write_folder(tmp_path / "s0")
     (tmp_path / "file").write_text("x")

@@ -113,3 +113,75 @@ def test_integer_text_is_pythons():
     q = np.random.default_rng(0).integers(-10**15, 10**15, (5000, 3))
     q[0] = [0, -1, 10]
     assert format_rows(b"f ", [q], ["d"]).decode() == "".join("f %d %d %d\n" % tuple(r) for r in q.tolist())
+
+
+# ------------------------------------------------------------------ mesh axes (issue 43)
+
+def _tilted_plane():
+    """A perspective 6x8 depth map of a plane nearer at the bottom-right, its camera."""
+    from fnin_cli.camera import Camera
+
+    K = np.array([[10.0, 0, 3.5], [0, 10.0, 2.5], [0, 0, 1]])
+    v, u = np.mgrid[0:6, 0:8].astype(np.float64)
+    depth = 2.0 - 0.05 * u - 0.03 * v
+    return depth, Camera(K), np.ones(depth.shape, bool)
+
+
+def _read(path):
+    m = trimesh.load(path, force="mesh", process=False)
+    return np.asarray(m.vertices), np.asarray(m.faces)
+
+
+def test_mesh_axes_map_vertices_as_documented(tmp_path):
+    """README "Outputs": PLY/OBJ/STL in the camera frame (x right, y down, z forward) by
+    default; axes="opengl" (--mesh-axes opengl) gives (x, -y, -z): x right, y up, z toward
+    the viewer, the axes of GLB (always). Pixel (row r, column c) with depth d sits at
+    d ((c - cx) / fx, (r - cy) / fy, 1); faces face the camera in both."""
+    depth, cam, mask = _tilted_plane()
+    m = mesh_mod.mesh_arrays(depth, cam, mask)
+    K = cam.K
+    r, c = np.nonzero(mask)
+    d = depth[r, c]
+    camera_frame = np.stack([d * (c - K[0, 2]) / K[0, 0], d * (r - K[1, 2]) / K[1, 1], d], axis=1)
+    np.testing.assert_allclose(m.vertices, camera_frame, rtol=1e-12)     # one vertex per pixel, row-major
+    opengl = camera_frame * [1.0, -1.0, -1.0]
+    for suffix in (".ply", ".obj", ".stl"):
+        for axes, want in ((None, camera_frame), ("opencv", camera_frame), ("opengl", opengl)):
+            path = mesh_mod.write_mesh(tmp_path / f"{axes}{suffix}", m, axes=axes)
+            V, F = _read(path)
+            if suffix == ".stl":        # STL: triangle corners, merged back by trimesh; compare as sets
+                V = np.unique(np.round(V, 5), axis=0)
+                want = np.unique(np.round(want, 5), axis=0)
+            np.testing.assert_allclose(V, want, rtol=1e-6, atol=1e-6, err_msg=f"{suffix} {axes}")
+            # the top-left pixel is above (opengl: larger y) and farther (opengl: smaller z) than the bottom-right
+            if suffix != ".stl":
+                top, bottom = V[0], V[-1]
+                assert (top[1] < bottom[1]) == (axes != "opengl") and (top[2] > bottom[2]) == (axes != "opengl")
+                # faces wound toward the camera at the origin: normal . vertex < 0
+                n = np.cross(V[F[:, 1]] - V[F[:, 0]], V[F[:, 2]] - V[F[:, 0]])
+                assert (np.einsum("ij,ij->i", n, V[F[:, 0]]) < 0).all(), (suffix, axes)
+    for axes in (None, "opengl"):
+        V, _ = _read(mesh_mod.write_mesh(tmp_path / f"{axes}.glb", m, axes=axes))
+        np.testing.assert_allclose(V, opengl, rtol=1e-6)                 # glTF's axes, always
+    with pytest.raises(mesh_mod.FninError, match="glTF fixes its axes"):
+        mesh_mod.write_mesh(tmp_path / "x.glb", m, axes="opencv")
+    with pytest.raises(mesh_mod.FninError, match="unknown mesh axes"):
+        mesh_mod.write_mesh(tmp_path / "x.ply", m, axes="y-up")
+    assert not (tmp_path / "x.glb").exists() and not (tmp_path / "x.ply").exists()
+
+
+def test_mesh_axes_option_of_the_command_line(tmp_path):
+    from helpers_cli import invoke, write_case
+
+    c = write_case(tmp_path / "in", seed=2)
+    base = ["integrate", c["normals"], "--mask", c["mask"], "--K", c["K"], "--method", "wls"]
+    assert invoke(base + ["-o", tmp_path / "cv.ply"]).exit_code == 0
+    r = invoke(base + ["-o", tmp_path / "gl.ply", "--mesh-axes", "opengl"])
+    assert r.exit_code == 0, r.stderr
+    cv, gl = _read(tmp_path / "cv.ply")[0], _read(tmp_path / "gl.ply")[0]
+    np.testing.assert_array_equal(gl, cv * [1.0, -1.0, -1.0])
+    for args, message in (([tmp_path / "x.glb", "--mesh-axes", "opencv"], "glTF fixes its axes"),
+                          ([tmp_path / "x.ply", "--mesh-axes", "up"], "unknown --mesh-axes 'up'")):
+        r = invoke(base + ["-o", *args])
+        assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not args[0].exists()

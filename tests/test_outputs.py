@@ -253,6 +253,76 @@ def test_preview_panels_are_titled_with_a_depth_legend(tmp_path, monkeypatch):
                           bare[preview.TITLE_HEIGHT:-preview.LEGEND_HEIGHT])  # panels untouched
 
 
+def _small_folder(folder, seed=2, h=48, w=64):
+    """A DiLiGenT-layout folder of a small synthetic map (h x w)."""
+    from fnin_cli import io
+    from fnin_cli.data.synthetic import make_scene
+
+    s = make_scene(seed, h, w)
+    folder.mkdir(parents=True)
+    io.write_normal_map(folder / "normal_map.png", s.normals)
+    io.write_png(folder / "mask.png", (s.mask * 255).astype(np.uint8))
+    if s.K is not None:
+        np.savetxt(folder / "K.txt", s.K)
+    return folder
+
+
+@pytest.mark.parametrize("seed", [2, 11])        # perspective, orthographic
+def test_preview_of_a_small_map_shows_its_whole_legend_and_the_folder_name(tmp_path, monkeypatch, seed):
+    """Issue 43: on a 64x48 map the legend's clipped-pixel line was cut ('32 px beyond
+    near/f..'; 150 px panels, widths counted at 6 px a character of a proportional font),
+    and a folder was titled '.../normal_map.png'. Every text drawn now ends inside the
+    picture and its panel, uncut, and the title names the folder."""
+    from PIL import ImageDraw
+
+    from fnin_cli.batch import preview
+
+    folder = _small_folder(tmp_path / "scan_07", seed)
+    drawn = []
+    real_text = ImageDraw.ImageDraw.text
+
+    def text(self, xy, t, *a, **k):
+        drawn.append((xy, t, self.im.size[0]))
+        return real_text(self, xy, t, *a, **k)
+
+    monkeypatch.setattr(ImageDraw.ImageDraw, "text", text)
+    r = invoke(["integrate", folder, "--method", "bini", "-o", tmp_path / "d.npy", "--preview", tmp_path / "p.png",
+                "--json"])
+    assert r.exit_code == 0, r.stderr
+    rec = json.loads(r.stdout)
+    texts = [t for _, t, _ in drawn]
+    shown, rest = texts[0].split(" | ", 1)
+    assert shown in (str(folder), f"{folder.parent.name}/{folder.name}")           # long paths: the last two
+    assert rest == f"bini, {rec['iterations']} iterations | {rec['camera']}" and rec["iterations"] > 1
+    assert any(t.endswith("px beyond near/far, clipped") for t in texts), texts   # the line that was cut
+    for (x, _), t, width in drawn:
+        assert not t.endswith("..") and x + preview._text_width(t) <= width, (t, x, width)
+
+
+def test_preview_title_counts_the_methods_iterations_and_the_rounds(tmp_path):
+    from types import SimpleNamespace
+
+    from fnin_cli.batch.preview import method_iterations, preview_title
+    from fnin_cli.camera import Camera
+
+    inp = SimpleNamespace(source=str(tmp_path / "scans" / "cat" / "normal_map.png"))
+    cam = Camera(None, 1.0)
+
+    def title(method, iterations, rounds):
+        return preview_title(inp, SimpleNamespace(method=method, iterations=iterations, rounds=rounds, camera=cam))
+
+    # Result.iterations counts the method's own and the rounds after it
+    assert title("bini", 135, 0).endswith("cat | bini, 135 iterations | orthographic")
+    assert title("bini", 137, 2).endswith("cat | bini, 135 iterations, 2 rounds | orthographic")
+    assert title("fnin", 7, 6).endswith("cat | fnin, 6 rounds | orthographic")
+    assert title("fnin", 1, 0).endswith("cat | fnin, 0 rounds | orthographic")          # the one-shot
+    assert title("wls", 2, 1).endswith("cat | wls, 1 round | orthographic")
+    assert method_iterations(SimpleNamespace(iterations=137, rounds=2)) == 135
+    plain = SimpleNamespace(source=str(tmp_path / "maps" / "statue.png"))
+    assert preview_title(plain, SimpleNamespace(method="wls", iterations=1, rounds=0, camera=cam)).endswith(
+        "maps/statue.png | wls, 0 rounds | orthographic")
+
+
 def test_status_waits_a_second_so_quick_inputs_print_only_their_result(tmp_path, monkeypatch):
     buf = _fake_terminal(monkeypatch)
     monkeypatch.setattr("fnin_cli.batch.progress.STATUS_DELAY", 5.0)

@@ -10,11 +10,11 @@ import numpy as np
 
 from ..conventions import canonical
 from ..errors import FninError
-from ..mesh import RESIDUAL_CUT
-from ..prior import KINDS as PRIOR_KINDS
 from ..model import DEFAULT_WEIGHTS, DEVICES, unknown_device
 from ..inputs import ORTHO_AND_K, parse_channels
+from ..mesh import MESH_AXES, RESIDUAL_CUT
 from ..pipeline import run_config
+from ..prior import KINDS as PRIOR_KINDS
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_named
 
 
@@ -44,11 +44,13 @@ class Options:
     refine: int | None = None     # None: the method's own rounds (registry)
     device: str = "auto"
     network_side: int | None = None
+    bini_k: float | None = None   # --bini-k: BiNI's sigmoid sharpness (pipeline.integrate's bini_k)
     model: str | None = None
     mean_depth: float | None = None
     depth_at: tuple | None = None
     colors: bool = True
     cut: float = RESIDUAL_CUT
+    mesh_axes: str | None = None  # --mesh-axes opencv|opengl (mesh.MESH_AXES); None: each format's own
     force: bool = False
     debug: bool = False
     threads: int = 1
@@ -81,6 +83,8 @@ class Options:
             raise UsageError(f"--refine must be 0 or more, got {self.refine}")
         if self.network_side is not None and self.network_side < 16:
             raise UsageError(f"--network-side must be 16 or more, got {self.network_side}")
+        if self.bini_k is not None and not (np.isfinite(self.bini_k) and self.bini_k > 0):
+            raise UsageError(f"--bini-k must be a positive number, got {self.bini_k:g}")
         if self.threads < 1:
             raise UsageError(f"--threads must be 1 or more, got {self.threads}")
         if self.downsample < 1:
@@ -113,6 +117,11 @@ class Options:
             v = getattr(self, name)
             if v is not None and not np.isfinite(v):
                 raise UsageError(f"--{name} must be a number, got {v}")
+        if self.mesh_axes is not None:
+            self.mesh_axes = self.mesh_axes.lower()
+            if self.mesh_axes not in MESH_AXES:
+                raise UsageError(f"unknown --mesh-axes '{self.mesh_axes}'; use {' or '.join(MESH_AXES)} "
+                                 "(opengl: x right, y up, z toward the viewer)")
         if not (np.isfinite(self.cut) and self.cut > 0):
             raise UsageError(f"--cut must be a positive number, got {self.cut}")
         if self.mean_depth is not None and self.depth_at is not None:
@@ -131,7 +140,7 @@ class Options:
     def run_config(self) -> dict:
         """The integration configuration these options run (``--show-config``; the
         ``--json`` record's "config"): :func:`fnin_cli.pipeline.run_config`."""
-        return run_config(self.method, self.refine, network_side=self.network_side)
+        return run_config(self.method, self.refine, network_side=self.network_side, bini_k=self.bini_k)
 
 
 def parse_depth_at(text: str) -> tuple[int, int, float]:

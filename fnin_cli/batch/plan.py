@@ -12,6 +12,7 @@ from pathlib import Path
 from .. import io
 from ..errors import FninError
 from ..io.layout import FOLDER_FILES, beside
+from ..mesh import GLB_AXES
 from .options import Options, UsageError
 
 MAIN_SUFFIXES = io.MESH_SUFFIXES + io.DEPTH_SUFFIXES
@@ -130,6 +131,9 @@ def plan_jobs(
                              f"({', '.join(io.DEPTH_SUFFIXES)}) suffix", out)
         if fmt is not None and fmt != suf:
             raise UsageError(f"--format {fmt[1:]} disagrees with the suffix of -o", out)
+    written = Path(out).suffix.lower() if out is not None else (fmt or ".ply")
+    if options is not None and options.mesh_axes == "opencv" and written == ".glb":
+        raise UsageError(GLB_AXES)
     for opt, value in (("--depth", depth), ("--weights", weights)):
         if value is not None and _suffix_of(value) not in io.DEPTH_SUFFIXES:
             raise UsageError(f"{opt} needs one of the suffixes {', '.join(io.DEPTH_SUFFIXES)}", value)

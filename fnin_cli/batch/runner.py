@@ -31,6 +31,7 @@ from ..solvers.registry import BY_NAME
 from .memory import check_memory
 from .options import Options
 from .plan import Job
+from .preview import method_iterations
 from .progress import QueueStatus
 from .write import write_outputs
 
@@ -186,7 +187,7 @@ def new_record(job: Job, options: Options) -> dict:
     """A fresh ``--json`` record for ``job`` (status ``failed`` until it succeeds)."""
     return {
         "input": job.input, "name": job.name, "status": "failed", "error": None,
-        "outputs": {}, "method": options.method, "refine": options.refine,
+        "outputs": {}, "method": options.method, "refine": options.refine, "iterations": None,
         "camera": None, "shape": None, "pixels": None, "seconds": {},
         "scale_note": None, "warnings": [], "peak_rss_mb": None, "convention": None,
         "mask_source": None, "camera_source": None,
@@ -361,7 +362,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
                     mean_depth=options.mean_depth, depth_at=depth_at, model=_STATE["model"], depth_prior=prior,
-                    network_side=options.network_side,
+                    network_side=options.network_side, bini_k=options.bini_k,
                     stage=None if status is None else status.stage,
                     progress=None if status is None else status.iteration)
     for k, v in res.seconds.items():
@@ -369,6 +370,7 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
             secs[k] = round(float(v), 4)
     secs["integrate"] = round(float(res.seconds.get("total", 0.0)), 4)
     rec["refine"] = res.rounds          # rounds actually run (the default stops by its rule)
+    rec["iterations"] = method_iterations(res)   # the method's own (bini: its IRLS iterations)
     rec["scale_note"] = res.scale_note
     rec["warnings"] = list(res.warnings)
     rec["pixels"] = res.pixels
@@ -525,7 +527,7 @@ def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order; ``downsample`` and
     ``input_shape`` (the map's own size) only with --downsample; ``prior_source`` and
     ``prior_residual`` only with a depth prior)."""
-    keys = ("input", "status", "error", "outputs", "method", "refine", "camera", "shape", "pixels",
+    keys = ("input", "status", "error", "outputs", "method", "refine", "iterations", "camera", "shape", "pixels",
             "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source",
             "config", "loose_pieces")
     optional = ("downsample", "input_shape", "prior_source", "prior_residual")

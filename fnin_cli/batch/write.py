@@ -24,7 +24,7 @@ def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = 
                               cut=options.cut)
             if rec is not None:
                 rec["seconds"]["mesh"] = round(time.perf_counter() - t, 4)
-            write_mesh(path, mesh, force=options.force)
+            write_mesh(path, mesh, force=options.force, axes=options.mesh_axes)
         elif kind == "depth":
             io.write_array(path, res.depth, force=options.force)
         elif kind == "weights":

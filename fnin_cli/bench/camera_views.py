@@ -21,7 +21,8 @@ from ..errors import FninError
 CAMERA_VIEW = 12
 CAMERA_OBJECTS = 2
 # bump when the renderer or the view table changes: older cached renders are then ignored
-CACHE_VERSION = 1
+# (2: meshes rotated without BLAS, mesh_scenes._rotate; renders differ in the last bits)
+CACHE_VERSION = 2
 MAX_SIDE = 20000        # a larger frame is a typo (and would not fit in memory)
 
 

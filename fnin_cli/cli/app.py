@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 import warnings
 
 import typer
+from typer.core import TyperCommand
 
 from ..errors import FninWarning, cli_messages
 
@@ -15,6 +17,53 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   # click's plain help: flags shown as --flag / --no-flag, never with a <bool> value
                   rich_markup_mode=None,
                   help="Integrate surface-normal maps into depth maps and meshes (FNIN, BiNI, WLS).")
+
+
+class FninCommand(TyperCommand):
+    """A typer command with fnin's usage line and option suggestions.
+
+    An argument whose metavar says its own repetition ("INPUT...") is shown as written:
+    typer made it "[INPUT...]...". An unknown option suggests only close option names
+    (:func:`close_options`), or none: the names' shared "--" made any short option look
+    close ("--deph" once suggested "--jobs, --out").
+    """
+
+    def collect_usage_pieces(self, ctx) -> list:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            metavar = getattr(param, "metavar", None)
+            if param.param_type_name == "argument" and metavar and metavar.endswith("..."):
+                pieces.append(metavar)
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:
+            # click's NoSuchOption (typer's own copy of click, or click): its class by name
+            if type(exc).__name__ == "NoSuchOption" and hasattr(exc, "possibilities"):
+                names = [o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts)]
+                exc.possibilities = close_options(exc.option_name, names)
+            raise
+
+
+def close_options(name: str, options) -> list:
+    """The long options close to an unknown ``name``: difflib's close matches (ratio 0.6 or
+    more) on the names without their dashes, at most three, closest first.
+
+    Examples
+    --------
+    >>> close_options("--deph", ["--depth", "--depth-at", "--jobs", "--out"])
+    ['--depth', '--depth-at']
+    >>> close_options("--zzz", ["--depth", "--jobs"])
+    []
+    """
+    long = {o[2:]: o for o in options if o.startswith("--")}
+    if not str(name).startswith("--"):
+        return []
+    return [long[m] for m in difflib.get_close_matches(str(name)[2:], list(long), n=3, cutoff=0.6)]
 
 
 def _version(value: bool):

@@ -10,10 +10,10 @@ import typer
 
 from ..errors import FninError
 from ..model import DEVICES
-from .app import die, stderr_console, stdout_console, app
+from .app import FninCommand, app, die, stderr_console, stdout_console
 
 
-@app.command(no_args_is_help=True)
+@app.command(no_args_is_help=True, cls=FninCommand)
 def bench(
     source: str = typer.Argument(..., metavar="diligent|meshes|synthetic|DIR",
                                  help="diligent, meshes (renders of --meshes' validation meshes), synthetic, "

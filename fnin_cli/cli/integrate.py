@@ -23,7 +23,7 @@ from ..io import DEPTH_SUFFIXES, FORMATS, MESH_SUFFIXES, NORMAL_SUFFIXES
 from ..io.layout import beside
 from ..model import ACCELERATORS, DEVICES
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
-from .app import die, stderr_console, app
+from .app import FninCommand, app, die, stderr_console
 
 # the suffixes the help names, from the io module's format table (one per format for outputs)
 _NORMAL = " ".join(NORMAL_SUFFIXES)
@@ -57,7 +57,7 @@ summary go to stderr.
 """
 
 
-@app.command("integrate", help=_INTEGRATE_HELP, no_args_is_help=True)
+@app.command("integrate", help=_INTEGRATE_HELP, no_args_is_help=True, cls=FninCommand)
 def integrate_cmd(
     ctx: typer.Context,
     inputs: Optional[list[str]] = typer.Argument(None, metavar="INPUT...", show_default=False,
@@ -96,6 +96,10 @@ def integrate_cmd(
                                "(network stage of fnin)"),
     network_side: Optional[int] = typer.Option(None, "--network-side", help="rarely needed: fnin's finest network "
                                                "scale, short side in pixels (default 64; docs/usage.md)"),
+    bini_k: Optional[float] = typer.Option(
+        None, "--bini-k", metavar="K", help=f"BiNI's sigmoid sharpness k for bini, fnin-s and every refine round "
+        f"(default {DEFAULT.solver.k:g}, {DEFAULT.rounds.k:g} in fnin's rounds; larger: sharper weights at depth "
+        "jumps)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights (.safetensors); default: bundled"),
     depth: Optional[str] = typer.Option(None, "--depth", help="also write the depth map (float32, NaN outside)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="also write the discontinuity map (0..1)"),
@@ -114,6 +118,10 @@ def integrate_cmd(
     prior_kind: str = typer.Option("absolute", "--prior-kind", help="absolute, or relative (known up to an "
                                    "affine map of depth, as monocular networks give: fitted, then fused)"),
     colors: bool = typer.Option(True, "--colors/--no-colors", help="mesh vertex colours from the normals"),
+    mesh_axes: Optional[str] = typer.Option(
+        None, "--mesh-axes", metavar="opencv|opengl", help="axes of .ply/.obj/.stl meshes: opencv (default: the "
+        "camera's, x right, y down, z forward) or opengl (x right, y up, z toward the viewer, as most viewers and "
+        "glTF; .glb always)"),
     cut: float = typer.Option(1.0, "--cut", help="rarely needed: drop mesh triangles across depth jumps whose "
                               "residual exceeds this (normal units; larger keeps more; docs/usage.md)"),
     force: bool = typer.Option(False, "--force", help="overwrite existing outputs"),
@@ -140,12 +148,12 @@ def integrate_cmd(
             mask=None if mask is None else str(mask), K=None if K is None else str(K), fx=fx, fy=fy, cx=cx, cy=cy,
             ortho=ortho, pixel_size=pixel_size, convention=convention, channels=channels,
             float_encoding=float_encoding.lower(), allow_invalid=allow_invalid, method=method.lower(), refine=refine,
-            device=device.lower(), network_side=network_side, model=None if model is None else str(model),
+            device=device.lower(), network_side=network_side, bini_k=bini_k, model=None if model is None else str(model),
             mean_depth=mean_depth,
             depth_at=(None if not depth_at else parse_depth_at(depth_at[0]) if len(depth_at) == 1
-                      else tuple(parse_depth_at(d) for d in depth_at)), colors=colors, cut=cut, force=force,
-            debug=debug, threads=threads, downsample=downsample, depth_prior=depth_prior, prior_sigma=prior_sigma,
-            prior_kind=prior_kind.lower(),
+                      else tuple(parse_depth_at(d) for d in depth_at)), colors=colors, cut=cut, mesh_axes=mesh_axes,
+            force=force, debug=debug, threads=threads, downsample=downsample, depth_prior=depth_prior,
+            prior_sigma=prior_sigma, prior_kind=prior_kind.lower(),
         ).check()
     except UsageError as exc:
         die(str(exc))

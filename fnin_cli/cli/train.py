@@ -9,10 +9,10 @@ from typing import Optional
 
 import typer
 
-from .app import command_line, die, stderr_console, app
+from .app import FninCommand, app, command_line, die, stderr_console
 
 
-@app.command()
+@app.command(cls=FninCommand)
 def train(
     ctx: typer.Context,
     config: Optional[Path] = typer.Option(None, "--config", help="JSON config (fields of TrainConfig)"),

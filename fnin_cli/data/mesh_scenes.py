@@ -32,6 +32,7 @@ returned ``pixel_size`` in mm, so the MADE of docs/methods.md#benchmark-protocol
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -142,11 +143,29 @@ def normalize_mesh(V: np.ndarray) -> np.ndarray:
 def random_rotation(rng) -> np.ndarray:
     """Uniform over SO(3) (normalised Gaussian quaternion)."""
     q = rng.normal(size=4)
-    q /= np.linalg.norm(q)
-    a, b, c, d = q
+    # Python floats in a fixed order, not np.linalg.norm (a BLAS dot: its result depends
+    # on the BLAS build and CPU kernel; see _rotate)
+    a, b, c, d = (float(x) for x in q)
+    n = math.sqrt(a * a + b * b + c * c + d * d)
+    a, b, c, d = a / n, b / n, c / n, d / n
     return np.array([[a*a + b*b - c*c - d*d, 2*(b*c - a*d), 2*(b*d + a*c)],
                      [2*(b*c + a*d), a*a - b*b + c*c - d*d, 2*(c*d - a*b)],
                      [2*(b*d - a*c), 2*(c*d + a*b), a*a - b*b - c*c + d*d]])
+
+
+def _rotate(V: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """``V @ R.T`` as elementwise products and sums in a fixed order (x, y, z terms).
+
+    A BLAS matrix product is not bitwise reproducible: OpenBLAS picks its kernel by CPU
+    (with or without fused multiply-adds) and splits large products over its threads, so
+    a render in a process with other thread limits (``fnin bench`` runs with one) or on
+    another kernel came out different in the last bits, and a cached render no longer
+    equalled a fresh one (issue 41).  Elementwise ufuncs round every operation exactly,
+    whatever the threads, the BLAS or the SIMD width.
+    """
+    V = np.asarray(V, np.float64)
+    R = np.asarray(R, np.float64)
+    return V[:, 0:1] * R[:, 0] + V[:, 1:2] * R[:, 1] + V[:, 2:3] * R[:, 2]
 
 
 def _as_list(meshes):
@@ -207,7 +226,7 @@ def _render_scene(items, picks, rng, placement, shape, K, px, fill=False):
     Vs, Fs = [], []
     for (ci, Ri), k in zip(placement, picks):
         V, F = items[k][1]
-        Vn = normalize_mesh(V) @ random_rotation(rng).T
+        Vn = _rotate(normalize_mesh(V), random_rotation(rng))
         if fill:
             Ri = Ri / max(np.abs(Vn[:, :2]).max(), 1e-6)
         Vs.append(Vn * Ri + ci)
