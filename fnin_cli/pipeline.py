@@ -311,7 +311,9 @@ def fuse_relative(run: MethodRun, z: np.ndarray, weights) -> tuple:
     main = system.to_image((cut_pieces(system, weights)[0] == 0).astype(float), fill=0.0) > 0
     fitted, _ = fit_relative(run.prior, np.exp(zimg) if camera.perspective else zimg, main)
     term = DataTerm(run.lam, z).plus(fitted.relative_term(system.mask, camera))
-    z, _ = system.solve(weights, term, x0=z, method=run.args.backend.linear, rtol=run.config.one_shot.solve_rtol)
+    # the rounds' AMG hierarchy, refreshed for this matrix, where there is one
+    z, _ = system.solve(weights, term, x0=z, method=run.args.backend.linear, rtol=run.config.one_shot.solve_rtol,
+                        hierarchy=run.hierarchy)
     return z, fitted
 
 
