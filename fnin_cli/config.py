@@ -118,10 +118,6 @@ class RoundsConfig:
     # against 0.98x; None: off (docs/decisions.md#fold-join)
     fold_cos: float | None = 0.3
     fold_join: float = 2.0
-    # at the rounds' start (after fnin), a loose piece is moved to where at least this many of
-    # its boundary edges agree with both normals (a jump that closes); None: off
-    # (docs/decisions.md#bridge-placement)
-    bridge_edges: int | None = None
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

@@ -24,13 +24,13 @@ from .errors import for_caller, warn
 # the inputs' API, re-exported: the pipeline is where users find load_input and integrate
 from .inputs import ORTHO_AND_K, Input, build_input, load_input, mask_array, parse_channels  # noqa: F401
 from .resources import kept_heap
-from .prior import DepthPrior, as_prior, fit_relative, prior_report
+from .prior import OUTLIER_SIGMAS, DepthPrior, as_prior, fit_relative, prior_report
 from .scale import check_scale, depth_pins, fix_scale, from_prior, pin
 from .solvers.backend import Backend, choose_backend
 from .solvers.linear import AMGCache
 from .solvers.pieces import cut_pieces, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
-from .solvers.rounds import RoundsResult, rounds_start, run_rounds
+from .solvers.rounds import RoundsResult, run_rounds
 from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
 
 
@@ -51,6 +51,7 @@ class Result:
     rounds: int = 0                # BiNI rounds run after the method (--refine)
     pieces_from: tuple | None = field(default=None, repr=False)  # (system, weights, placed, pinned, prior pixels)
     prior_residual: dict | None = None   # where the result and the depth prior disagree (prior.prior_report)
+    prior_disagree: np.ndarray | None = field(default=None, repr=False)  # (H, W) beyond 3 sigma of the prior
 
     @property
     def pixels(self) -> int:
@@ -180,9 +181,8 @@ def integrate(
                 stage("refine", 0, run.rounds.max_rounds)
             # the prior stays at the rounds' start: free offsets stay where the method put them
             # (docs/decisions.md#refine-prior)
-            start = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.args.prior)
-            rounds = run_rounds(run.system, start, run.out.edge_p, run.args.term(start), run.config, run.rounds,
-                                run.out.backend, run.hierarchy, progress)
+            rounds = run_rounds(run.system, run.out.z, run.out.edge_p, run.args.term(run.out.z), run.config,
+                                run.rounds, run.out.backend, run.hierarchy, progress)
         return finish(inp, run, rounds, mean_depth, depth_at)
 
 
@@ -277,7 +277,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         depth, note = from_prior(zimg, inp.camera, inp.mask)
     else:
         depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
-    residual = None
+    residual = disagree_map = None
     if prior is not None:
         if prior.kind == "relative":   # the fitted prior in the result's frame (its scale fixed alike)
             factor = float(np.nanmedian(depth / (np.exp(zimg) if inp.camera.perspective else 1.0)))
@@ -286,6 +286,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
             note += "; relative depth prior fitted (affine in depth) and fused"
         residual, disagree = prior_report(prior, depth, inp.mask, inp.camera, inp.normals)
         notes += disagree
+        disagree_map = prior.valid & inp.mask & (np.abs(depth - np.nan_to_num(prior.depth)) > OUTLIER_SIGMAS * prior.sigma)
     placed = f"by the weak links across its cuts ({run.method}{' and its rounds' if refined else ''})"
     seconds["total"] = time.perf_counter() - run.t0
     warnings = list(inp.warnings) + [for_caller(n) for n in notes]
@@ -299,7 +300,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
     prior_pixels = None if prior is None else prior.valid[inp.mask]
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, run.method, seconds, note, zimg, iterations, warnings, refined,
-                  (system, weights, placed, pinned, prior_pixels), residual)
+                  (system, weights, placed, pinned, prior_pixels), residual, disagree_map)
 
 
 def fuse_relative(run: MethodRun, z: np.ndarray, weights) -> tuple:

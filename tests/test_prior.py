@@ -186,3 +186,30 @@ def test_api_refuses_a_prior_on_another_grid():
     inp, gt, _ = _step("persp")
     with pytest.raises(FninError, match="grid"):
         integrate(inp, depth_prior=DepthPrior(np.ones((5, 5)), np.ones((5, 5)), 1.0))
+
+
+def test_the_preview_shows_where_prior_and_result_disagree(tmp_path):
+    """A prior with a wrong patch: the result's prior_disagree marks it, and the preview
+    paints those pixels orange and names them in its legend."""
+    from fnin_cli.batch.preview import _ORANGE, preview_image
+
+    inp, gt, _ = _step("persp")
+    sigma = 0.01 * float(np.nanmedian(gt))
+    bad = gt.copy()
+    bad[20:30, 10:20] += 20 * sigma           # a patch far smaller than what this prior can bend
+    res = integrate(inp, depth_prior=DepthPrior(bad, np.isfinite(bad).astype(float), sigma))
+    assert res.prior_disagree[22:28, 12:18].all() and res.prior_disagree.sum() < 0.2 * inp.mask.sum()
+    img = preview_image(inp.normals, res.depth, res.discontinuity, res.camera, res.mask, disagree=res.prior_disagree)
+    plain = preview_image(inp.normals, res.depth, res.discontinuity, res.camera, res.mask)
+    assert img.shape[0] == plain.shape[0] + 11                       # the legend's fourth line
+    assert (np.abs(img.astype(int) - _ORANGE.astype(int)).sum(-1) == 0).sum() > 50
+
+
+def test_bench_piece_error_aligns_each_loose_piece_on_its_own():
+    from fnin_cli.bench.cases import align_and_errors, piece_made
+
+    inp, gt, right = _step("persp")
+    est = np.where(right, gt * 1.3, gt)                  # the right sheet at a wrong scale
+    pieces = right.astype(int)
+    whole = align_and_errors(est, gt, inp.mask, True)["made"]
+    assert piece_made(est, gt, inp.mask, pieces, True) < 1e-9 < whole

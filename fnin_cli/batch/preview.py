@@ -30,16 +30,19 @@ DEPTH_PERCENTILES = (0.5, 99.5)
 _TEXT = (230, 230, 230)
 _RED = (230.0, 40.0, 40.0)
 _BLUE = np.array([60.0, 140.0, 255.0])   # tint of loose pieces (depth unknown from the normals)
+_ORANGE = np.array([255.0, 150.0, 30.0])  # where the result and a depth prior disagree (beyond 3 sigma)
 _BACKGROUND = np.array([40, 40, 40], np.uint8)
 _LIGHT = np.array([-0.35, -0.45, -0.82])  # from the surface toward a light above-left of the camera
 
 
-def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", loose=None) -> np.ndarray:
+def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", loose=None,
+                  disagree=None) -> np.ndarray:
     """Three panels side by side (uint8 RGB): the input normals (file colours), the
     integrated surface shaded by a light at the camera, and the depth (near = bright,
     linear between the ``DEPTH_PERCENTILES`` of the masked depth, clipped beyond) with
     discontinuities (weight > 0.5) in red and the loose pieces (``loose`` > 0, the ids of
-    ``Result.loose``) tinted blue. ``title``: the line above the panels
+    ``Result.loose``) tinted blue, and where a depth prior disagrees with the result
+    (``disagree``, ``Result.prior_disagree``) in orange. ``title``: the line above the panels
     (:func:`preview_title`). Large maps are decimated (every step-th pixel: at most 1024 px
     a side and 2 MP for the three panels; the shading's normals too, not from the
     full-resolution depth) and the panels are cropped to the object."""
@@ -83,6 +86,9 @@ def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", 
     if tinted:
         lp = loose[::step, ::step] > 0
         rgb[lp] = 0.5 * rgb[lp] + 0.5 * _BLUE
+    off = disagree is not None and bool(np.any(disagree))
+    if off:
+        rgb[disagree[::step, ::step]] = _ORANGE
     p3 = _panel(rgb, m)
 
     # crop to the object (plus a margin) so small objects in big frames stay visible
@@ -94,11 +100,11 @@ def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", 
         p1, p2, p3 = (p[r0:r1, c0:c1] for p in (p1, p2, p3))
     p1, p2 = _widen(p1), _widen(p2)
     # the depth panel as wide as its legend (a 64x48 map's clipped-pixel line was cut)
-    p3 = _widen(p3, _legend_width(span, clipped, discontinuity is not None, tinted))
+    p3 = _widen(p3, _legend_width(span, clipped, discontinuity is not None, tinted, off))
     gap = np.broadcast_to(_BACKGROUND, (p1.shape[0], 4, 3))
     body = np.ascontiguousarray(np.concatenate([p1, gap, p2, gap, p3], axis=1), dtype=np.uint8)
     return _label(body, [p1.shape[1], p2.shape[1], p3.shape[1]], span, clipped, discontinuity is not None, title,
-                  tinted)
+                  tinted, off)
 
 
 def method_iterations(res) -> int:
@@ -160,7 +166,7 @@ def _fit(text: str, width: int) -> str:
     return text[: max(2, n - 2)] + ".."
 
 
-def _legend_lines(span, clipped: int, jumps: bool, loose: bool) -> dict:
+def _legend_lines(span, clipped: int, jumps: bool, loose: bool, off: bool = False) -> dict:
     """The legend's texts under the depth panel."""
     lines = {}
     if span is not None:
@@ -171,24 +177,26 @@ def _legend_lines(span, clipped: int, jumps: bool, loose: bool) -> dict:
         lines["clipped"] = f"{clipped:,} px beyond near/far, clipped"
     if loose:
         lines["loose"] = "loose piece (offset unknown)"
+    if off:
+        lines["off"] = "depth prior disagrees (> 3 sigma)"
     return lines
 
 
-def _legend_width(span, clipped: int, jumps: bool, loose: bool) -> int:
+def _legend_width(span, clipped: int, jumps: bool, loose: bool, off: bool = False) -> int:
     """The depth panel's width that holds its whole legend (texts indented as ``_label``
     draws them: 3 px, 15 px after a colour swatch; near and far 12 px apart)."""
-    lines = _legend_lines(span, clipped, jumps, loose)
+    lines = _legend_lines(span, clipped, jumps, loose, off)
     need = [0]
     if "near" in lines:
         need.append(3 + _text_width(lines["near"]) + 12 + _text_width(lines["far"]) + 3)
-    need += [15 + _text_width(lines[k]) + 3 for k in ("jumps", "loose") if k in lines]
+    need += [15 + _text_width(lines[k]) + 3 for k in ("jumps", "loose", "off") if k in lines]
     if "clipped" in lines:
         need.append(3 + _text_width(lines["clipped"]) + 3)
     return max(need)
 
 
 def _label(body: np.ndarray, widths: list, span, clipped: int, jumps: bool, title: str = "",
-           loose: bool = False) -> np.ndarray:
+           loose: bool = False, off: bool = False) -> np.ndarray:
     """The title line and the panels' titles above the panels; under the depth panel its
     colour bar (bright = near, linear between the robust ``span``; ticks at its ends, the
     clipped pixels counted), the discontinuity colour and the loose pieces' tint."""
@@ -196,7 +204,8 @@ def _label(body: np.ndarray, widths: list, span, clipped: int, jumps: bool, titl
 
     h, w = body.shape[:2]
     width = max(w, _text_width(title) + 6 if title else 0)   # a long title widens the picture
-    img = Image.new("RGB", (width, h + TITLE_HEIGHT + LEGEND_HEIGHT), tuple(int(c) for c in _BACKGROUND))
+    legend = LEGEND_HEIGHT + (11 if off else 0)       # a fourth line for the depth prior
+    img = Image.new("RGB", (width, h + TITLE_HEIGHT + legend), tuple(int(c) for c in _BACKGROUND))
     img.paste(Image.fromarray(body), (0, TITLE_HEIGHT))
     draw = ImageDraw.Draw(img)
     if title:
@@ -210,7 +219,7 @@ def _label(body: np.ndarray, widths: list, span, clipped: int, jumps: bool, titl
     bar_w = max(20, pw - 6)
     ramp = (50.0 + 205.0 * (1.0 - np.linspace(0.0, 1.0, bar_w))).astype(np.uint8)
     img.paste(Image.fromarray(np.repeat(np.repeat(ramp[None, :, None], 8, 0), 3, 2)), (x + 3, top))
-    lines = _legend_lines(span, clipped, jumps, loose)
+    lines = _legend_lines(span, clipped, jumps, loose, off)
     if span is not None:
         draw.text((x + 3, top + 10), lines["near"], fill=_TEXT)
         draw.text((x + 3 + bar_w - _text_width(lines["far"]), top + 10), lines["far"], fill=_TEXT)
@@ -224,6 +233,9 @@ def _label(body: np.ndarray, widths: list, span, clipped: int, jumps: bool, titl
     if loose:
         draw.rectangle([x + 3, line + 23, x + 11, line + 31], fill=tuple(int(c) for c in _BLUE))
         draw.text((x + 15, line + 22), _fit(lines["loose"], pw - 18), fill=_TEXT)
+    if off:
+        draw.rectangle([x + 3, line + 34, x + 11, line + 42], fill=tuple(int(c) for c in _ORANGE))
+        draw.text((x + 15, line + 33), _fit(lines["off"], pw - 18), fill=_TEXT)
     return np.asarray(img, dtype=np.uint8)
 
 

@@ -32,7 +32,8 @@ def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = 
         elif kind == "preview":
             path = io.check_output(path, options.force)
             img = preview_image(inp.normals, res.depth, res.discontinuity, res.camera, res.mask,
-                               title=preview_title(inp, res), loose=getattr(res, "loose", None))
+                               title=preview_title(inp, res), loose=getattr(res, "loose", None),
+                               disagree=getattr(res, "prior_disagree", None))
             with io.atomic_path(path) as tmp:
                 io.write_png(tmp, img)
         written[kind] = str(path)

@@ -72,6 +72,18 @@ def align_and_errors(est, gt, mask, perspective: bool) -> dict:
     return out
 
 
+def piece_made(est, gt, mask, pieces, perspective: bool) -> float:
+    """MADE with each loose piece (``pieces``: (H, W) ids, 0 = the rest) aligned on its own,
+    as the whole map is (median scale or offset): the error without the luck of placing
+    what the normals cannot place. Pieces without a pixel to evaluate are skipped."""
+    err = np.full(np.shape(gt), np.nan)
+    for k in np.unique(pieces[mask]):
+        part = mask & (pieces == k)
+        if (part & np.isfinite(gt) & np.isfinite(est)).any():
+            err[part] = align_and_errors(est, gt, part, perspective)["abs_error"][part]
+    return float(np.nanmean(err[mask]))
+
+
 def align_objects(est, gt, mask, object_id, perspective: bool, names=None) -> dict:
     """:func:`align_and_errors` per object: each object of ``object_id`` (-1 = none) is
     aligned on its own pixels (median scale or offset), since the relative offset of

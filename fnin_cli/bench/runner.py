@@ -50,7 +50,7 @@ from ..errors import FninError, FninWarning
 from ..pipeline import integrate
 from ..resources import PeakMemory, THREAD_ENV, cuda_synchronize, limit_threads, reset_hwm, rss_kb
 from ..solvers.registry import BENCH_METHODS, BY_NAME, DEFAULT_METHOD, METHODS
-from .cases import Case, align_and_errors, align_objects, resolve_cases
+from .cases import Case, align_and_errors, align_objects, piece_made, resolve_cases
 from .report import summary_png, write_case_outputs
 
 DEFAULT_METHODS = BENCH_METHODS      # the methods a bench runs by default (registry: Method.bench)
@@ -261,6 +261,8 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
         rec["objects"] = err["objects"]
     if depth_prior is not None:
         rec["abs_made_mm"] = absolute_made(res.depth, gt, res.mask)
+    if res.loose.any() and object_id is None:   # what the normals could not place, aligned piece by piece
+        rec["piece_made_mm"] = piece_made(res.depth, gt, res.mask, res.loose, inp.camera.perspective)
     if method in (DEFAULT_KEY, NO_PRIOR_KEY):
         rec["runs"] = {"method": DEFAULT_METHOD, "refine": None}
     if mem.device_peak is not None:

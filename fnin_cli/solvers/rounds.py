@@ -27,7 +27,7 @@ from ..config import DEFAULT, IntegrationConfig, RoundsConfig
 from .backend import Backend
 from .bini import integrate_bini
 from .linear import AMGCache
-from .pieces import place_by_bridges, reattach_slivers
+from .pieces import reattach_slivers
 from .stage2 import edge_prior
 from .system import DataTerm, NormalSystem
 
@@ -109,17 +109,6 @@ def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAU
 
 
 # ------------------------------------------------------------------ running them
-
-def rounds_start(system: NormalSystem, z: np.ndarray, edge_p, weights: dict | None, rounds: RoundsConfig,
-                 term: DataTerm | None = None) -> np.ndarray:
-    """Where the rounds after fnin start: the method's z with each loose piece of its
-    weights placed by the bridge where its jump closes
-    (:func:`~fnin_cli.solvers.pieces.place_by_bridges`, ``rounds.bridge_edges``); z itself
-    without the edge prior, without that setting, or with a depth prior (``term`` holds one:
-    it places the pieces)."""
-    if edge_p is None or weights is None or not rounds.bridge_edges or term is not None:
-        return z
-    return place_by_bridges(system, z, weights, rounds.bridge_edges)[0]
 
 
 @dataclass
