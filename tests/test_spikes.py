@@ -1,5 +1,6 @@
 """No silhouette spikes (issue 43, item 3): after the default's rounds no masked pixel sits
-farther from its nearest neighbour than the true surface's own largest such gap allows.
+farther from its nearest neighbour than the true surface's own largest such gap allows,
+and the mesh the CLI writes has no vertex outside its triangles.
 
 Scenes, with the normal errors real captures have (``data.real_like``: tilt fields, white
 noise, 8/16-bit codes): two spheres, the smaller in front of the larger, both out to 89 deg
@@ -87,3 +88,36 @@ def test_the_default_leaves_no_pixel_farther_off_than_the_surface_allows(kind, s
     got = np.nanmax(nearest_gap(res.camera.unknown_from_depth(res.depth.astype(np.float64)), res.mask))
     allowed = np.nanmax(nearest_gap(truth, res.mask))
     assert got <= GAP_BOUND * allowed, (got, allowed)
+
+
+def test_the_cli_mesh_has_no_floating_vertex(tmp_path):
+    """`fnin integrate DIR -o m.ply` on a scene whose default result leaves pixels in no
+    triangle (a folder: 16-bit normal_map.png, mask.png, orthographic): the file's vertices
+    are exactly those of its faces, at their pixels' back-projections."""
+    from helpers_cli import invoke
+    from plyfile import PlyData
+
+    from fnin_cli import io
+    from fnin_cli.mesh import mesh_arrays
+    from fnin_cli.pipeline import load_input
+
+    inp, _ = scene("ortho", 3)
+    folder = tmp_path / "spheres"
+    folder.mkdir()
+    io.write_normal_map(folder / "normal_map.png", inp.normals)
+    io.write_png(folder / "mask.png", (inp.mask * 255).astype(np.uint8))
+    out = invoke(["integrate", str(folder), "-o", str(tmp_path / "m.ply"), "--depth", str(tmp_path / "d.npy"),
+                  "--threads", "1"])
+    assert out.exit_code == 0, out.stderr
+    ply = PlyData.read(str(tmp_path / "m.ply"))
+    faces = np.stack(ply["face"].data["vertex_indices"])
+    assert np.array_equal(np.unique(faces), np.arange(ply["vertex"].count))
+    # the same map and depth with one vertex per pixel has pixels in no triangle
+    back = load_input(folder)
+    depth = np.load(tmp_path / "d.npy")
+    every = mesh_arrays(depth, back.camera, back.mask, normals=back.normals, keep_lone=True)
+    used = np.zeros(len(every.vertices), bool)
+    used[every.faces] = True
+    assert 0 < (~used).sum() and ply["vertex"].count == used.sum()
+    xyz = np.stack([ply["vertex"].data[k] for k in "xyz"], -1)
+    np.testing.assert_array_equal(xyz, every.vertices[used].astype(np.float32))
