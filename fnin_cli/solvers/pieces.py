@@ -13,9 +13,9 @@ relative to the main piece is something no integrator can know from the normals.
 - :func:`reattach_slivers` holds single pixels and small slivers that the rounds cut
   loose to their neighbours (no isolated spikes): a small piece is shifted so that the
   differences its neighbours' normals predict across its boundary hold (the weighted
-  median over the boundary's edges, issue 43). A sliver here is held by mutual trust: an edge is kept only where
-  *both* weights reach the threshold, which also isolates a pixel that one strong weight
-  of its own ties to a neighbour that does not trust it back;
+  median over the boundary's edges, issue 43). A sliver here is held by mutual trust: an
+  edge is kept only where *both* weights reach the threshold, which also isolates a pixel
+  that one strong weight of its own ties to a neighbour that does not trust it back;
 - :func:`pin_pieces` shifts pieces so that given pixels get given unknowns (the repeatable
   ``--depth-at``).
 """
@@ -182,6 +182,7 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
     ok = np.isfinite(off) & np.isfinite(weight)
     pin, pout, off, weight = pin[ok], pout[ok], off[ok], weight[ok]
     lab_in = labels[pin]
+    members = np.flatnonzero(small[labels])   # the small pieces' pixels: each pass moves some
     placed = ~small                       # per piece: the large ones hold, small ones wait
     waiting = np.zeros(n_raw, bool)
     waiting[lab_in] = True                # small pieces with a neighbour
@@ -195,7 +196,7 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
         done, shift = _weighted_medians(lab_in[use], z[pout[use]] + off[use] - z[pin[use]], weight[use])
         delta = np.zeros(n_raw)
         delta[done] = shift
-        z += delta[labels]
+        z[members] += delta[labels[members]]
         waiting[done] = False
         placed[done] = True
         moved += int(sizes[done[shift != 0]].sum())
