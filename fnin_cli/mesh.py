@@ -1,10 +1,12 @@
 """Depth map -> triangle mesh, without bridging depth discontinuities.
 
-One vertex per masked pixel (row-major order of the mask), at
+One vertex per masked pixel that is in a triangle (row-major order of the mask), at
 ``camera.back_project(depth)``. Each 2x2 pixel quad gives two triangles, or one where
 only three of its pixels are in the mask. A triangle is dropped when any of its three
 edges is a *discontinuity*, so occlusion boundaries open up and separate islands stay
-separate.
+separate. A pixel left in no triangle (all its triangles cut, or no neighbour to make
+one) would be a floating vertex and is dropped (issue 43); a map with no triangle at all
+is a point cloud of every pixel, and ``keep_lone=True`` keeps one vertex per pixel.
 
 Discontinuity test for an edge between pixels p and q
 ------------------------------------------------------
@@ -173,7 +175,7 @@ class MeshArrays:
 
 
 def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = RESIDUAL_CUT,
-               system_residuals=None):
+               system_residuals=None, keep_lone: bool = False):
     """Triangle mesh (``trimesh.Trimesh``, ``process=False``) of a depth map.
 
     The arguments are those of :func:`mesh_arrays`, which builds the same mesh as plain
@@ -186,11 +188,11 @@ def build_mesh(depth, camera: Camera, mask, normals=None, colors: bool = True, c
     >>> mesh = build_mesh(res.depth, res.camera, res.mask, normals=inp.normals)  # doctest: +SKIP
     >>> write_mesh("dome.ply", mesh)                                    # doctest: +SKIP
     """
-    return mesh_arrays(depth, camera, mask, normals, colors, cut, system_residuals).to_trimesh()
+    return mesh_arrays(depth, camera, mask, normals, colors, cut, system_residuals, keep_lone).to_trimesh()
 
 
 def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, cut: float = RESIDUAL_CUT,
-                system_residuals=None) -> MeshArrays:
+                system_residuals=None, keep_lone: bool = False) -> MeshArrays:
     """The triangle mesh of a depth map as :class:`MeshArrays`.
 
     ``depth``: (H, W) depth (NaN outside the mask is fine); ``mask``: (H, W) bool, pixels
@@ -198,7 +200,9 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
     (H, W, 3) internal-frame normals for the discontinuity test and vertex colours
     (RGB = (n_ps + 1) / 2); ``cut``: residual threshold in normal units;
     ``system_residuals``: residuals ``NormalSystem.residuals(z)`` already computed for
-    exactly this mask (saves rebuilding the system). See the module docstring.
+    exactly this mask (saves rebuilding the system); ``keep_lone``: keep the vertices of
+    pixels in no triangle too (one vertex per pixel; by default they are dropped unless no
+    pixel is in a triangle). See the module docstring.
     """
     depth = np.asarray(depth)   # float64 once cropped to the mask's box, below
     if depth.ndim != 2:
@@ -228,31 +232,47 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
     step = max(1, MESH_BAND_PIXELS // max(1, m.shape[1]))
     # (b0, b1): the quads of rows b0 .. b1-1, on pixel rows b0 .. b1 (one row: no quads)
     bands = [(b0, min(b0 + step, h - 1)) for b0 in range(0, h - 1, step)] or ([(0, 0)] if h else [])
-    verts, kinds = [], ([], [], [], [])
+    # first the triangles of each band (which of its quads' four triangles are kept), then
+    # the vertices: the pixels in a triangle (issue 43: a pixel in none would float), all of
+    # them with keep_lone or when there is no triangle at all (a point cloud)
+    verts, tris = [], []
+    used = None if keep_lone else np.zeros(m.shape, bool)
     for b0, b1 in bands:
         sl, mb = slice(b0, b1 + 1), m[b0:b1 + 1]
         points = camera.back_project(np.where(mb, depth[sl], np.nan), origin=(r0 + b0, c0))
         verts.append(points[mb] if b1 == h - 1 else points[:-1][mb[:-1]])
-        index = np.full(mb.shape, -1, np.int64)
-        index[mb] = np.arange(first[b0], first[b1 + 1])
         res = None if system_residuals is None else {d: v[first[b0]:first[b1 + 1]] for d, v in system_residuals.items()}
         cuts = edge_cuts(depth[sl], camera, mb, None if normals is None else normals[sl], cut, res, (r0 + b0, c0))
-        for kind, faces in zip(kinds, _quad_faces(mb, points, index, cuts)):
+        tris.append(_quad_triangles(mb, points, cuts))
+        if used is not None:
+            _mark_corners(used[sl], tris[-1])
+    keep = m if used is None or not used.any() else used
+    if keep is not m:
+        # each band's vertices (its rows but the last, the last band all) less the dropped
+        verts = [v[keep[b0:b1 + (b1 == h - 1)][m[b0:b1 + (b1 == h - 1)]]] for (b0, b1), v in zip(bands, verts)]
+        first = np.concatenate([[0], np.cumsum(np.count_nonzero(keep, axis=1))])
+    kinds = ([], [], [], [])
+    for (b0, b1), sel in zip(bands, tris):
+        kb = keep[b0:b1 + 1]
+        index = np.full(kb.shape, -1, np.int64)
+        index[kb] = np.arange(first[b0], first[b1 + 1])
+        for kind, faces in zip(kinds, _quad_faces(sel, index)):
             kind.append(faces)
     vertices = np.concatenate(verts) if bands else np.zeros((0, 3))
     faces = np.concatenate([f for kind in kinds for f in kind]) if bands else np.zeros((0, 3), np.int64)
 
     vertex_colors = None
     if colors and normals is not None:
-        ps = from_internal(normals[m].astype(np.float64), "ps")
+        ps = from_internal(normals[keep].astype(np.float64), "ps")
         rgb = np.clip(np.round((np.nan_to_num(ps, nan=1.0) + 1.0) / 2.0 * 255.0), 0, 255).astype(np.uint8)
         vertex_colors = np.concatenate([rgb, np.full((rgb.shape[0], 1), 255, np.uint8)], axis=1)
     return MeshArrays(vertices, faces, vertex_colors)
 
 
-def _quad_faces(m, points, index, cuts) -> tuple:
-    """The triangles of the 2x2 pixel quads of one band (see the module docstring), as four
-    (n, 3) arrays of vertex ids, one per kind (the corner each omits)."""
+def _quad_triangles(m, points, cuts) -> tuple:
+    """Which triangles of the 2x2 pixel quads of one band are kept (see the module
+    docstring): four (H-1, W-1) bool maps, one per kind (the corner each omits: d, a, c,
+    b), as :func:`_quad_faces` takes them."""
     cut_h, cut_v, cut_d1, cut_d2 = cuts
     ok_h = m[:, :-1] & m[:, 1:] & ~cut_h
     ok_v = m[:-1, :] & m[1:, :] & ~cut_v
@@ -271,17 +291,33 @@ def _quad_faces(m, points, index, cuts) -> tuple:
         len_bc = np.linalg.norm(points[1:, :-1] - points[:-1, 1:], axis=-1)
         len_ad = np.linalg.norm(points[1:, 1:] - points[:-1, :-1], axis=-1)
     use_bc = (k_bc > k_ad) | ((k_bc == k_ad) & ~(len_bc > len_ad))
+    return t_abc & use_bc, t_bcd & use_bc, t_abd & ~use_bc, t_acd & ~use_bc
 
-    ia, ib = index[:-1, :-1], index[:-1, 1:]
-    ic, id_ = index[1:, :-1], index[1:, 1:]
-    # winding: (a, c, b) has negative signed area in (u, v) with v down, which
-    # back-projects to a normal with n_z < 0 (toward the camera)
-    return tuple(np.stack([x[sel] for x in corners], axis=-1) for sel, corners in (
-        (t_abc & use_bc, (ia, ic, ib)),
-        (t_bcd & use_bc, (ib, ic, id_)),
-        (t_abd & ~use_bc, (ia, id_, ib)),
-        (t_acd & ~use_bc, (ia, ic, id_)),
-    ))
+
+# per kind of :func:`_quad_triangles`, its corners in winding order: (a, c, b) has negative
+# signed area in (u, v) with v down, which back-projects to a normal with n_z < 0 (toward
+# the camera); a (r, c), b (r, c+1), c (r+1, c), d (r+1, c+1) as (row, col) offsets
+_CORNERS = (((0, 0), (1, 0), (0, 1)), ((0, 1), (1, 0), (1, 1)), ((0, 0), (1, 1), (0, 1)), ((0, 0), (1, 0), (1, 1)))
+
+
+def _corner(a: np.ndarray, offset) -> np.ndarray:
+    """The (H-1, W-1) view of an (H, W) pixel array at one corner of each quad."""
+    r, c = offset
+    return a[r:a.shape[0] - 1 + r, c:a.shape[1] - 1 + c]
+
+
+def _mark_corners(used: np.ndarray, triangles) -> None:
+    """Set ``used`` (a band's (H, W) pixels) where a kept triangle has a corner."""
+    for sel, corners in zip(triangles, _CORNERS):
+        for offset in corners:
+            _corner(used, offset)[sel] = True
+
+
+def _quad_faces(triangles, index) -> tuple:
+    """The kept ``triangles`` (:func:`_quad_triangles`) as four (n, 3) arrays of the
+    vertex ids ``index`` gives the pixels, one per kind, wound toward the camera."""
+    return tuple(np.stack([_corner(index, offset)[sel] for offset in corners], axis=-1)
+                 for sel, corners in zip(triangles, _CORNERS))
 
 
 # glTF's axes (y up, the viewer on +z) from the OpenCV frame (y down, z forward): a half
@@ -297,12 +333,13 @@ MESH_AXES = ("opencv", "opengl")
 def write_mesh(path, mesh, force: bool = False, axes: str | None = None) -> Path:
     """Write ``mesh`` atomically as binary .ply, .obj, binary .stl or .glb (chosen by suffix).
 
-    PLY, OBJ and GLB keep one vertex per masked pixel and the vertex colours; STL stores
-    triangles only (no colours; a pixel in no triangle is absent). ``axes`` (``MESH_AXES``):
-    None or "opencv" keep PLY/OBJ/STL in the camera frame (x right, y down, z forward;
-    y is down in viewers that take y as up), "opengl" writes (x, -y, -z): x right, y up,
-    z toward the viewer, a half turn about x (the faces keep their winding). GLB is always
-    in glTF's axes (``GLTF_FROM_CAMERA``, the "opengl" ones): "opencv" with .glb is an error."""
+    PLY, OBJ and GLB keep every vertex of ``mesh`` and the vertex colours (from
+    :func:`mesh_arrays`: the pixels in a triangle, every pixel of a point cloud); STL
+    stores triangles only (no colours). ``axes`` (``MESH_AXES``): None or "opencv" keep
+    PLY/OBJ/STL in the camera frame (x right, y down, z forward; y is down in viewers that
+    take y as up), "opengl" writes (x, -y, -z): x right, y up, z toward the viewer, a half
+    turn about x (the faces keep their winding). GLB is always in glTF's axes
+    (``GLTF_FROM_CAMERA``, the "opengl" ones): "opencv" with .glb is an error."""
     path = Path(path)
     suf = path.suffix.lower()
     if suf not in io.MESH_SUFFIXES:

@@ -11,6 +11,7 @@ import trimesh
 
 from fnin_cli import io
 from fnin_cli.conventions import from_internal
+from fnin_cli.mesh import mesh_arrays
 from fnin_cli.pipeline import integrate, load_input
 from fnin_cli.resources import limit_threads
 from helpers_cli import invoke, run_fnin, write_case, write_folder, write_random_model
@@ -32,7 +33,8 @@ def test_file_with_mask_and_K_writes_mesh_depth_weights_preview(tmp_path):
     assert "ok" in r.stderr
 
     # the CLI is a thin layer: the depth it writes is the API's, bit for bit
-    res = integrate(load_input(c["normals"], mask=c["mask"], K=c["K"]), method="wls")
+    inp = load_input(c["normals"], mask=c["mask"], K=c["K"])
+    res = integrate(inp, method="wls")
     d = np.load(out / "d.npy")
     assert d.dtype == np.float32 and d.shape == (48, 48)
     np.testing.assert_array_equal(d, res.depth)
@@ -40,9 +42,13 @@ def test_file_with_mask_and_K_writes_mesh_depth_weights_preview(tmp_path):
     assert (d[res.mask] > 0).all()
 
     mesh = trimesh.load(out / "m.ply", process=False)
-    assert len(mesh.vertices) == res.pixels
+    # one vertex per masked pixel in a triangle (a pixel in none would float, issue 43)
+    every = mesh_arrays(res.depth, res.camera, res.mask, normals=inp.normals, keep_lone=True)
+    in_face = np.zeros(res.pixels, bool)
+    in_face[every.faces] = True
+    assert len(mesh.vertices) == in_face.sum() >= res.pixels - 2
     assert len(mesh.faces) > res.pixels  # ~2 triangles per pixel on a mostly smooth scene
-    pts = res.camera.back_project(res.depth.astype(np.float64))[res.mask]
+    pts = res.camera.back_project(res.depth.astype(np.float64))[res.mask][in_face]
     np.testing.assert_allclose(np.asarray(mesh.vertices), pts, rtol=1e-5, atol=1e-6)
 
     w, _ = io.read_array(out / "w.exr")

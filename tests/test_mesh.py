@@ -58,10 +58,74 @@ def test_full_grid_gives_two_triangles_per_quad():
 def test_three_pixel_quad_gives_one_triangle_and_isolated_pixel_none():
     depth = np.full((3, 3), 5.0)
     mask = np.array([[1, 1, 0], [1, 0, 0], [0, 0, 1]], bool)
-    mesh = build_mesh(depth, Camera(None, 1.0), mask)
-    assert len(mesh.vertices) == 4  # the isolated pixel keeps its vertex
+    mesh = build_mesh(depth, Camera(None, 1.0), mask, keep_lone=True)
+    assert len(mesh.vertices) == 4  # keep_lone: the isolated pixel keeps its vertex
     assert len(mesh.faces) == 1
     assert set(mesh.faces[0]) == {0, 1, 2}
+    # by default a vertex in no triangle floats: it is dropped (issue 43)
+    mesh = build_mesh(depth, Camera(None, 1.0), mask)
+    assert len(mesh.vertices) == 3 and set(mesh.faces[0]) == {0, 1, 2}
+
+
+def _spiked_plane(cam):
+    """A plane with a lone pixel inside (far off the plane: every edge of it is cut), an
+    island pixel of the mask and a one-pixel-wide row under the mask (each in no triangle)."""
+    surface = smooth_surface("plane", cam)
+    depth, mask = surface.depth.copy(), surface.support & irregular_mask()
+    depth[20, 30] *= 3.0
+    mask[1:4, 1:4] = False
+    mask[2, 2] = True
+    return depth, mask, surface.normals
+
+
+@pytest.mark.parametrize("kind", ["persp", "ortho"])
+@pytest.mark.parametrize("with_normals", [True, False])
+def test_vertices_in_no_triangle_are_dropped_and_every_triangle_kept(kind, with_normals, monkeypatch):
+    """Issue 43: a masked pixel whose triangles are all cut (a spike, an island pixel) is
+    not written as a floating vertex: the kept vertices are the others in their order, each
+    triangle has the same corners (3D points and colours) as with ``keep_lone``, in bands
+    of one row as in one band."""
+    cam = camera(kind)
+    depth, mask, normals = _spiked_plane(cam)
+    kw = {"normals": normals if with_normals else None}
+    full = mesh_arrays(depth, cam, mask, keep_lone=True, **kw)
+    used = np.zeros(len(full.vertices), bool)
+    used[full.faces] = True
+    index = np.full(mask.shape, -1)
+    index[mask] = np.arange(mask.sum())
+    assert not used[index[20, 30]] and not used[index[2, 2]] and used.sum() > 0.9 * mask.sum()
+    for band in (10**9, 1):
+        monkeypatch.setattr(mesh_module, "MESH_BAND_PIXELS", band)
+        mesh = mesh_arrays(depth, cam, mask, **kw)
+        assert len(mesh.vertices) == used.sum() == len(np.unique(mesh.faces))   # every vertex in a face
+        np.testing.assert_array_equal(mesh.vertices, full.vertices[used])
+        np.testing.assert_array_equal(mesh.vertices[mesh.faces], full.vertices[full.faces])
+        if with_normals:
+            np.testing.assert_array_equal(mesh.vertex_colors, full.vertex_colors[used])
+        else:
+            assert mesh.vertex_colors is None
+
+
+def test_a_mesh_without_triangles_is_a_point_cloud_of_every_pixel(tmp_path):
+    """No triangle at all (a checkerboard mask: no two pixels share an edge): every masked
+    pixel keeps its vertex, in the file too."""
+    cam = camera("ortho")
+    surface = smooth_surface("paraboloid", cam)
+    u, v = analytic.pixel_grid(SHAPE)
+    mask = surface.support & ((u + v) % 2 == 0)
+    mesh = mesh_arrays(surface.depth, cam, mask, normals=surface.normals)
+    assert len(mesh.faces) == 0 and len(mesh.vertices) == mask.sum() == len(mesh.vertex_colors)
+    ply = PlyData.read(str(write_mesh(tmp_path / "cloud.ply", mesh)))
+    assert ply["vertex"].count == mask.sum() and ply["face"].count == 0
+
+
+def test_written_ply_of_an_integrated_map_has_no_floating_vertex(tmp_path):
+    cam = camera("ortho")
+    depth, mask, normals = _spiked_plane(cam)
+    ply = PlyData.read(str(write_mesh(tmp_path / "m.ply", mesh_arrays(depth, cam, mask, normals=normals))))
+    faces = np.stack(ply["face"].data["vertex_indices"])
+    assert len(faces) > 0
+    assert np.array_equal(np.unique(faces), np.arange(ply["vertex"].count))
 
 
 @pytest.mark.parametrize("kind", ["persp", "ortho"])
@@ -166,7 +230,7 @@ def test_footprint_rule_threshold():
     threshold = JUMP_FACTOR * 10.0 / 100.0
     for factor, expected in ((0.99, 2), (1.01, 1)):
         depth = np.array([[10.0, 10.0 + factor * threshold], [10.0, 10.0]])
-        mesh = build_mesh(depth, cam, np.ones((2, 2), bool))
+        mesh = build_mesh(depth, cam, np.ones((2, 2), bool), keep_lone=True)
         assert len(mesh.faces) == expected, factor
     assert set(mesh.faces[0]) == {0, 2, 3}
 
@@ -174,7 +238,7 @@ def test_footprint_rule_threshold():
 def test_corner_jump_keeps_the_other_triangle():
     """A quad whose corner a is far away: the split along b-c keeps triangle (b, c, d)."""
     depth = np.array([[100.0, 1.0], [1.0, 1.0]])
-    mesh = build_mesh(depth, Camera(None, 1.0), np.ones((2, 2), bool))
+    mesh = build_mesh(depth, Camera(None, 1.0), np.ones((2, 2), bool), keep_lone=True)
     assert len(mesh.faces) == 1
     assert set(mesh.faces[0]) == {1, 2, 3}
     assert mesh.face_normals[0, 2] < 0

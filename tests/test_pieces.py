@@ -77,6 +77,53 @@ def test_a_sliver_of_pixels_moves_as_one_to_where_its_neighbours_normals_put_it(
     np.testing.assert_allclose(out, 0.5 * np.arange(n), atol=1e-12)
 
 
+def test_a_pixel_on_a_jump_joins_one_side_not_the_middle_of_the_jump():
+    """Issue 43: a diagonal step (0 above the diagonal, -10 below); each diagonal pixel
+    trusts its right and upper neighbours by its own weights, no neighbour trusts it back,
+    and it starts 30 units off. Its neighbours' normals put it at 0 or at -10, as many
+    each way: the old median took the midpoint (-5, a spike half the jump off both
+    surfaces); it joins the side it is tied to."""
+    n = 7
+    flat = np.dstack([np.zeros((n, n, 2)), -np.ones((n, n, 1))])
+    s = NormalSystem(flat, np.ones((n, n), bool), Camera(None, 1.0))
+    r, c = np.nonzero(s.mask)
+    z = np.where(c > r, 0.0, -10.0)
+    diag = np.flatnonzero(r == c)
+    z[diag] = 30.0
+    w = {d: np.full(s.n, 0.5) for d in ("u+", "u-", "v+", "v-")}
+    for d in w:
+        w[d][diag] = 0.0
+    w["u+"][diag], w["v-"][diag] = 1.0, 1.0              # it trusts its right and upper neighbours
+    for k in range(n):                                    # ... who do not trust it back, nor do
+        for (dr, dc), towards in (((0, 1), "u-"), ((-1, 0), "v+"), ((0, -1), "u+"), ((1, 0), "v-")):
+            if 0 <= k + dr < n and 0 <= k + dc < n:       # the lower surface's
+                w[towards][s.index[k + dr, k + dc]] = 0.0
+    out, moved = pieces.reattach_slivers(s, z, w)
+    assert moved == n
+    np.testing.assert_array_equal(out[diag], np.zeros(n))
+    np.testing.assert_array_equal(np.delete(out, diag), np.delete(z, diag))
+
+
+def test_a_piece_bordering_only_a_loose_piece_is_placed_after_it():
+    """A ramp of slope 0.5 along 8 pixels, pixels 5 and 6 each a piece of their own,
+    7 units off: pixel 6 borders only pixel 5 (the row ends at 7, which is cut too). It
+    used to stay where it was (its one edge led to another small piece); now 5 is placed
+    against the main piece, then 6 against 5, then 7 against 6."""
+    n = 8
+    normals = np.dstack([np.full((1, n, 1), 0.5), np.zeros((1, n, 1)), -np.ones((1, n, 1))])
+    normals /= np.linalg.norm(normals, axis=-1, keepdims=True)
+    s = NormalSystem(normals, np.ones((1, n), bool), Camera(None, 1.0))
+    z = 0.5 * np.arange(n, dtype=float)
+    z[5:] += 7.0
+    wm = np.full(n, 0.5)
+    wm[5:] = 0.1                    # pixels 5-7 do not trust their left neighbours...
+    w = {"u-": wm, "u+": 1 - wm, "v-": np.full(n, 0.5), "v+": np.full(n, 0.5)}
+    w["u+"][4:7] = 0.1              # ... nor do those trust them
+    out, moved = pieces.reattach_slivers(s, z, w, max_pixels=4)
+    assert moved == 3
+    np.testing.assert_allclose(out, 0.5 * np.arange(n), rtol=0, atol=1e-12)
+
+
 def _two_pieces():
     """An orthographic scene of two planes meeting along a vertical step of 5 units: the
     right half is a separate piece to any integrator that cuts the step."""

@@ -12,10 +12,10 @@ relative to the main piece is something no integrator can know from the normals.
 - :func:`loose_pieces` describes the non-main ones for ``--json`` and the preview;
 - :func:`reattach_slivers` holds single pixels and small slivers that the rounds cut
   loose to their neighbours (no isolated spikes): a small piece is shifted so that the
-  differences its neighbours' normals predict across its boundary hold (the median over
-  the boundary's edges). A sliver here is held by mutual trust: an edge is kept only where
-  *both* weights reach the threshold, which also isolates a pixel that one strong weight
-  of its own ties to a neighbour that does not trust it back;
+  differences its neighbours' normals predict across its boundary hold (the weighted
+  median over the boundary's edges, issue 43). A sliver here is held by mutual trust: an
+  edge is kept only where *both* weights reach the threshold, which also isolates a pixel
+  that one strong weight of its own ties to a neighbour that does not trust it back;
 - :func:`pin_pieces` shifts pieces so that given pixels get given unknowns (the repeatable
   ``--depth-at``).
 """
@@ -29,6 +29,9 @@ from .system import NormalSystem
 
 # an edge whose weights are both below this is a cut (docs/decisions.md#loose-pieces-report)
 CUT_WEIGHT = 0.2
+# re-attaching a small piece, each boundary edge counts this plus its trust (its two
+# weights' sum, 0..2): an edge neither side trusts still counts, a trusted one up to 3x
+TRUST_FLOOR = 1.0
 # a loose piece listed in --json has at least this many pixels
 REPORT_MIN_PIXELS = 50
 
@@ -99,31 +102,61 @@ def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = CU
     return labels, sizes[order], cuts
 
 
-def _boundary_targets(system: NormalSystem, z: np.ndarray, inside: np.ndarray):
-    """Per edge leaving the pixels ``inside``: (inside pixel, the shift that would make the
-    outside neighbour's one-sided residual towards it zero)."""
-    pix, shift = [], []
+def _boundary_edges(system: NormalSystem, labels: np.ndarray, small: np.ndarray, weights: dict | None = None):
+    """Per edge that leaves a ``small`` piece (``labels``: each pixel's piece; an edge
+    between two small pieces is listed once for each side): (inside pixel, outside pixel,
+    offset, weight). The shift ``z[outside] + offset - z[inside]`` makes the outside
+    neighbour's one-sided residual towards the inside pixel zero. The weight is
+    ``TRUST_FLOOR`` plus the edge's trust: its two weights, each side's towards the other
+    (0 without ``weights``)."""
+    pin, pout, off, weight = [], [], [], []
     for axis, p, q in _edges(system):
         a = system.a_u if axis == "u" else system.a_v
         nn = system.nx if axis == "u" else system.ny
+        trust = 0.0 if weights is None else np.maximum(weights[axis + "+"][p] + weights[axis + "-"][q], 0.0)
+        counts = np.broadcast_to(TRUST_FLOOR + trust, p.shape)
+        apart = labels[p] != labels[q]
         # q is after p on the axis: q's residual towards p is a_q (z_q - z_p) + n_q
-        out_p = inside[p] & ~inside[q]      # p inside, q outside
-        out_q = inside[q] & ~inside[p]      # q inside, p outside: p's residual a_p (z_q - z_p) + n_p
-        qq, pp = q[out_p], p[out_p]
-        pix.append(pp)
-        shift.append(z[qq] + nn[qq] / a[qq] - z[pp])
-        pp, qq = p[out_q], q[out_q]
-        pix.append(qq)
-        shift.append(z[pp] - nn[pp] / a[pp] - z[qq])
-    return np.concatenate(pix), np.concatenate(shift)
+        for inside, outside, sign in ((p, q, 1.0), (q, p, -1.0)):
+            edge = apart & small[labels[inside]]
+            o = outside[edge]
+            pin.append(inside[edge])
+            pout.append(o)
+            off.append(sign * nn[o] / a[o])
+            weight.append(counts[edge])
+    return tuple(np.concatenate(x) for x in (pin, pout, off, weight))
+
+
+def _weighted_medians(lab: np.ndarray, values: np.ndarray, weight: np.ndarray) -> tuple:
+    """(the labels present, per label the weighted median of its ``values``): the first
+    value, in increasing order, at which the label's cumulative ``weight`` reaches half its
+    total; always one of the values, never the midpoint of two."""
+    order = np.lexsort((values, lab))
+    lab, values, weight = lab[order], values[order], weight[order]
+    starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
+    cum = np.cumsum(weight)
+    before = np.r_[0.0, cum][starts]                        # the earlier labels' weight
+    half = np.repeat(before + 0.5 * np.add.reduceat(weight, starts), np.diff(np.r_[starts, len(lab)]))
+    reached = np.flatnonzero(cum >= half * (1.0 - 1e-12))
+    return lab[starts], values[reached[np.searchsorted(reached, starts)]]
 
 
 def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, threshold: float = CUT_WEIGHT,
                      max_pixels: int = DEFAULT.rounds.reattach_pixels) -> tuple:
     """z with every piece of fewer than ``max_pixels`` pixels (mutual-trust pieces,
-    :func:`cut_pieces` with ``mutual=True``) that borders another piece shifted by the
-    median of the shifts its neighbours' normals ask for across its boundary, and the
-    number of pixels moved. The main piece and islands without a neighbour stay.
+    :func:`cut_pieces` with ``mutual=True``) that borders another piece shifted to where
+    its neighbours' normals put it, and the number of pixels moved (by a non-zero shift).
+    The main piece and islands without a neighbour stay.
+
+    A small piece's shift is the weighted median of the shifts its outside neighbours'
+    rows towards it ask for, each weighted by ``TRUST_FLOOR`` plus the edge's trust
+    (:func:`_boundary_edges`). It is one of them, never the midpoint of two: a pixel on a
+    jump, whose neighbours' normals put it on either surface, joins the side it is tied to
+    most instead of the middle of the jump (issue 43). Small pieces that border
+    larger ones are placed first, against those alone; then those that border the pieces
+    just placed, and so on (a chain of one-pixel pieces along a silhouette follows the
+    surface); small pieces that border only each other are placed against each other at
+    once.
 
     Examples
     --------
@@ -145,22 +178,29 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
     if not small.any():
         return z, 0
     z = np.array(z, np.float64, copy=True)
-    pix, shift = _boundary_targets(system, z, small[labels])
-    # the median of each small piece's boundary shifts (edges between two small pieces
-    # count for both: each is held to where the other is now)
-    ok = np.isfinite(shift)
-    lab, shift = labels[pix][ok], shift[ok]
-    if not len(lab):
-        return z, 0
-    order = np.lexsort((shift, lab))
-    lab, shift = lab[order], shift[order]
-    starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
-    counts = np.diff(np.r_[starts, len(lab)])
-    lo, hi = starts + (counts - 1) // 2, starts + counts // 2
-    delta = np.zeros(len(sizes))
-    delta[lab[starts]] = 0.5 * (shift[lo] + shift[hi])
-    z += delta[labels]
-    return z, int(sizes[lab[starts]].sum())
+    pin, pout, off, weight = _boundary_edges(system, labels, small, weights)
+    ok = np.isfinite(off) & np.isfinite(weight)
+    pin, pout, off, weight = pin[ok], pout[ok], off[ok], weight[ok]
+    lab_in = labels[pin]
+    members = np.flatnonzero(small[labels])   # the small pieces' pixels: each pass moves some
+    placed = ~small                       # per piece: the large ones hold, small ones wait
+    waiting = np.zeros(n_raw, bool)
+    waiting[lab_in] = True                # small pieces with a neighbour
+    moved = 0
+    while waiting.any():
+        # the edges from a waiting piece to a placed one; none left: the waiting pieces
+        # border only each other and are placed against each other's current places
+        use = waiting[lab_in] & placed[labels[pout]]
+        if not use.any():
+            use = waiting[lab_in]
+        done, shift = _weighted_medians(lab_in[use], z[pout[use]] + off[use] - z[pin[use]], weight[use])
+        delta = np.zeros(n_raw)
+        delta[done] = shift
+        z[members] += delta[labels[members]]
+        waiting[done] = False
+        placed[done] = True
+        moved += int(sizes[done[shift != 0]].sum())
+    return z, moved
 
 
 ISLAND = "an island of the mask: no edge joins it, only the solve's weak prior placed it"
