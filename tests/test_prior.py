@@ -131,6 +131,7 @@ def test_cli_reads_a_layout_prior_and_reports_it(tmp_path):
     r = invoke(["integrate", folder, "-o", tmp_path / "d.npy", "--json", "--method", "wls"])
     assert r.exit_code == 0, r.stderr
     rec = json.loads(r.stdout)
+    assert r.stderr.count("depth_prior.npy in the inputs' folders are used as depth priors") == 1
     assert rec["prior_source"].endswith("depth_prior.npy") and rec["prior_residual"]["pixels"] > 0
     out = np.load(tmp_path / "d.npy")
     assert np.nanmedian(out / depth) == pytest.approx(1.0, rel=1e-3)      # in the prior's units

@@ -20,7 +20,7 @@ from ..batch.runner import (STOP_SIGNALS, all_outputs_complete, not_started_reco
 from ..errors import FninError
 from ..config import DEFAULT
 from ..io import DEPTH_SUFFIXES, FORMATS, MESH_SUFFIXES, NORMAL_SUFFIXES
-from ..io.layout import beside
+from ..io.layout import beside, prior_beside
 from ..model import ACCELERATORS, DEVICES
 from ..solvers.registry import BY_NAME, DEFAULT_METHOD, method_help
 from .app import FninCommand, app, die, stderr_console
@@ -186,9 +186,9 @@ def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, ski
     if not quiet:
         if new_dir:
             console.print(f"created the output folder {out_dir}", markup=False, highlight=False, soft_wrap=True)
-        note = _beside_note(paths, opts)
-        if note:
-            console.print(note, markup=False, highlight=False, soft_wrap=True)
+        for note in (_beside_note(paths, opts), _prior_note(paths, opts)):
+            if note:
+                console.print(note, markup=False, highlight=False, soft_wrap=True)
 
     if opts.device in ACCELERATORS and BY_NAME[opts.method].needs_network:
         try:
@@ -263,6 +263,18 @@ def _rerun_hint(message: str, n_inputs: int, skip_existing: bool) -> str:
     if "output exists" in message and n_inputs > 1 and not skip_existing:
         return message + ", or --skip-existing to resume the batch"
     return message
+
+
+def _prior_note(paths, opts) -> str | None:
+    """One line when inputs' layout folders hold a ``depth_prior.*`` that is used (said once
+    per run; each ``--json`` record names its ``prior_source``)."""
+    if opts.depth_prior is not None:
+        return None
+    found = sorted({p.name for p in (prior_beside(x) for x in paths) if p is not None})
+    if not found:
+        return None
+    return (f"note: the {' / '.join(found)} in the inputs' folders are used as depth priors (as mask.png is; "
+            "the results are in their units)")
 
 
 def _beside_note(paths, opts) -> str | None:
