@@ -16,7 +16,8 @@ _OPTIONS = {
     "force": ("force", None), "allow-invalid": ("allow_invalid", None), "ortho": ("ortho", None),
     "convention": ("convention", r"auto|ps|opencv|directx|opengl|green-up|green-down|cv"),
     "channels": ("channels", r"rgb|bgr|" + ",".join([r"[A-Za-z_](?:[\w.]*\w)?"] * 3)),
-    "float-encoding": ("float_encoding", r"raw|half"), "device": ("device", r"auto|cpu|cuda|mps"),
+    "float-encoding": ("float_encoding", r"raw|half"), "flip": ("flip", r"none|[xyz]{1,3}"),
+    "device": ("device", r"auto|cpu|cuda|mps"),
     "method": ("method", r"[a-z][\w-]*"), "mask": ("mask", None), "K": ("K", None),
     "mean-depth": ("mean_depth", None), "depth-at": ("depth_at", None), "refine": ("refine", None),
 }
