@@ -203,14 +203,29 @@ def test_noise_is_refused_with_one_line():
         assert "\n" not in str(e.value)
     chk = check_decoding(code, 8, None, Camera(), mode="strict")
     assert not chk.changed and "noise" in chk.warning
-    # smooth random fields: coherent, but no decoding integrates
-    from scipy.ndimage import gaussian_filter
-    v = np.stack([gaussian_filter(rng.normal(size=(H, W)), 6.0) for _ in range(3)], -1)
-    v[..., 2] = np.abs(v[..., 2]) + 0.5 * np.abs(v).max()      # file z toward the viewer
-    v /= np.linalg.norm(v, axis=-1, keepdims=True)
-    code = np.round((v + 1) / 2 * 255).astype(np.uint8)
-    with pytest.raises(FninError, match="do not integrate under any decoding"):
-        check_decoding(code, 8, None, Camera())
+
+
+def _dome(h, w, radius, noise_deg, seed):
+    """A gently curved dome (sphere of ``radius`` px) filling an h x w frame, with white
+    noise of ``noise_deg`` per pixel."""
+    v, u = np.mgrid[0:h, 0:w].astype(np.float64)
+    x, y = u - w / 2 + 7, v - h / 2 - 3
+    zs = np.sqrt(radius ** 2 - x * x - y * y)
+    n = np.stack([x / zs, y / zs, -np.ones_like(u)], -1)
+    n += np.random.default_rng(seed).normal(0, np.radians(noise_deg), n.shape)
+    return n / np.linalg.norm(n, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("h,w,radius,noise_deg,seed", [(60, 80, 150, 3.0, 0), (100, 130, 250, 5.0, 0),
+                                                        (70, 90, 400, 5.0, 1)])
+def test_small_noisy_gentle_maps_are_kept(h, w, radius, noise_deg, seed):
+    """Regression (the study's first round): small, gently curved maps under 3-5 degrees of
+    white noise score like noise (0.42-0.5), and were refused as noise; a BGR decoding that
+    turns such a camera-facing map edge-on scored 0.21 and made it 'ambiguous'. Both are
+    loaded as given now (the data cannot tell, so nothing changes)."""
+    raw = encode_png(_dome(h, w, radius, noise_deg, seed))
+    chk = check_decoding(raw, 16, None, Camera())
+    assert not chk.changed and not chk.refused and chk.chosen.name == "ps"
 
 
 @pytest.mark.parametrize("background", [65535, 0])

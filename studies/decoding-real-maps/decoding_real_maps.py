@@ -27,8 +27,8 @@ cut, not an outline) and ``flat`` (no mask, background the flat normal (0, 0, 1)
 domain, encodings: correct, xflip (n_x negated), mirror (the image mirrored, values
 unchanged), yflip, zflip, bgr, xyflip, and for ``mask`` (n+1)/2 floats in a .npy.
 
-    python studies/decoding-real-maps/decoding_real_maps.py --set dev|heldout
-        [--scenes 40] [--tmp /tmp/fnin_decoding] [--out studies/decoding-real-maps/results/<set>.json]
+    python studies/decoding-real-maps/decoding_real_maps.py --set dev|heldout [--scenes 40] [--noise 6]
+        [--seed 43000] [--tmp /tmp/fnin_decoding] [--out studies/decoding-real-maps/results/<set>.json]
 """
 
 from __future__ import annotations
@@ -107,6 +107,27 @@ def procedural_maps(seeds):
         name = f"p{seed}-{size}-{bits}bit-{'ortho' if sc.K is None else 'persp'}"
         out.append((name, np.where(sc.mask[..., None], sc.normals, np.nan), bits, sc.mask, sc.K,
                     "white" if rng.uniform() < 0.5 else "black"))
+    return out
+
+
+def dome_maps(seeds):
+    """[(name, normals, bits, mask, K, bg)]: gently curved domes (spheres of radius 150-800
+    px) filling small frames (60x80 to 200x260), 1-5 degrees of white noise, orthographic,
+    no outline (the mask is the whole frame): maps where integrability carries little."""
+    out = []
+    for i, seed in enumerate(seeds):
+        rng = np.random.default_rng(seed)
+        h, w = ((60, 80), (100, 130), (200, 260))[i % 3]
+        radius, noise = rng.uniform(150, 800), rng.uniform(1.0, 5.0)
+        v, u = np.mgrid[0:h, 0:w].astype(np.float64)
+        x, y = u - w * rng.uniform(0.3, 0.7), v - h * rng.uniform(0.3, 0.7)
+        zs = np.sqrt(radius ** 2 - x * x - y * y)
+        n = np.stack([x / zs, y / zs, -np.ones_like(u)], -1)
+        n += rng.normal(0, np.radians(noise), n.shape)
+        n /= np.linalg.norm(n, axis=-1, keepdims=True)
+        bits = 8 if i % 2 else 16
+        out.append((f"d{seed}-{h}x{w}-R{radius:.0f}-{noise:.1f}deg-{bits}bit", n, bits, np.ones((h, w), bool), None,
+                    None))
     return out
 
 
@@ -302,6 +323,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", choices=("dev", "heldout"), required=True)
     ap.add_argument("--scenes", type=int, default=None, help="renders of the set's meshes (dev 40, heldout 16)")
+    ap.add_argument("--noise", type=int, default=6, help="noise seeds (each a uniform and a smoothed map)")
+    ap.add_argument("--seed", type=int, default=None, help=f"first seed (dev {DEV_SEED}, heldout {HELDOUT_SEED})")
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
@@ -310,18 +333,20 @@ def main(argv=None):
     tmp.mkdir(parents=True, exist_ok=True)
     rows = []
     t0 = time.perf_counter()
+    seed = a.seed if a.seed is not None else DEV_SEED if a.set == "dev" else HELDOUT_SEED
     if a.set == "dev":
         for m in sample_maps():
             run_map("samples", m[0], None, m[1], m[2], m[3], m[4], m[5], False, tmp, rows)
         print("samples done", flush=True)
-        run_noise("noise", noise_maps(range(DEV_SEED, DEV_SEED + 6)), tmp, rows)
-        for name, n, bits, mask, K, bg in render_maps(TRAIN_MESHES, range(DEV_SEED, DEV_SEED + (a.scenes or 40)),
-                                                      256, 5):
+        run_noise("noise", noise_maps(range(seed, seed + a.noise)), tmp, rows)
+        for name, n, bits, mask, K, bg in render_maps(TRAIN_MESHES, range(seed, seed + (a.scenes or 40)), 256, 5):
             run_map("renders", name, n, encode(n, mask, bits), bits, mask, K, bg, True, tmp, rows)
             print(name, flush=True)
-        for name, n, bits, mask, K, bg in procedural_maps(list(range(DEV_SEED, DEV_SEED + (a.scenes or 40)))):
+        for name, n, bits, mask, K, bg in procedural_maps(list(range(seed, seed + (a.scenes or 40)))):
             run_map("procedural", name, n, encode(n, mask, bits), bits, mask, K, bg, False, tmp, rows)
             print(name, flush=True)
+        for name, n, bits, mask, K, bg in dome_maps(list(range(seed, seed + (a.scenes or 40)))):
+            run_map("domes", name, n, encode(n, mask, bits), bits, mask, K, bg, False, tmp, rows)
     else:
         for m in public_maps(sorted((DATA / "diligent").iterdir())):
             run_map("diligent", m[0], None, m[1], m[2], m[3], m[4], m[5], False, tmp, rows)
@@ -329,14 +354,16 @@ def main(argv=None):
         for m in public_maps(sorted((DATA / "real").iterdir())):
             run_map("real", m[0], None, m[1], m[2], m[3], m[4], m[5], False, tmp, rows)
         print("real done", flush=True)
-        run_noise("noise", noise_maps(range(HELDOUT_SEED, HELDOUT_SEED + 6)), tmp, rows)
+        run_noise("noise", noise_maps(range(seed, seed + a.noise)), tmp, rows)
         for name, n, bits, mask, K, bg in bench_maps():
             run_map("bench-views", name, n, encode(n, mask, bits), bits, mask, K, bg, False, tmp, rows)
             print(name, flush=True)
         for name, n, bits, mask, K, bg in render_maps(VALIDATION_MESHES,
-                                                      range(HELDOUT_SEED, HELDOUT_SEED + (a.scenes or 16)), 384, 6):
+                                                      range(seed, seed + (a.scenes or 16)), 384, 6):
             run_map("renders", name, n, encode(n, mask, bits), bits, mask, K, bg, True, tmp, rows)
             print(name, flush=True)
+        for name, n, bits, mask, K, bg in dome_maps(list(range(seed, seed + (a.scenes or 16)))):
+            run_map("domes", name, n, encode(n, mask, bits), bits, mask, K, bg, False, tmp, rows)
     summary = summarise(rows)
     bad = [r for r in rows if r["outcome"] in ("WRONG", "FALSE-CHANGE", "FALSE-REFUSE")]
     secs = [r["check_s"] for r in rows if r["check_s"] is not None]
@@ -345,7 +372,7 @@ def main(argv=None):
         if r["message"] and r["outcome"] in ("fixed", "refused"):
             examples.setdefault(f"{r['encoding']}|{r['outcome']}", f"{r['map']} ({r['domain']}): {r['message']}")
     cols = ["group", "map", "domain", "encoding", "outcome", "decoding", "check_s"]
-    rec = {"set": a.set, "scenes": a.scenes, "seconds": round(time.perf_counter() - t0, 1),
+    rec = {"set": a.set, "scenes": a.scenes, "noise": a.noise, "seed": seed, "seconds": round(time.perf_counter() - t0, 1),
            "check_seconds_max": max(secs) if secs else None, "summary": summary, "failures": bad,
            "examples": examples, "columns": cols, "rows": [[r[c] for c in cols] for r in rows]}
     out.parent.mkdir(parents=True, exist_ok=True)
