@@ -373,7 +373,7 @@ def main(argv=None):
             examples.setdefault(f"{r['encoding']}|{r['outcome']}", f"{r['map']} ({r['domain']}): {r['message']}")
     cols = ["group", "map", "domain", "encoding", "outcome", "decoding", "check_s"]
     rec = {"set": a.set, "scenes": a.scenes, "noise": a.noise, "seed": seed, "seconds": round(time.perf_counter() - t0, 1),
-           "check_seconds_max": max(secs) if secs else None, "summary": summary, "failures": bad,
+           "check_seconds_max": max(secs) if secs else None, "summary": summary,
            "examples": examples, "columns": cols, "rows": [[r[c] for c in cols] for r in rows]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rec, default=float, separators=(",", ":")).replace("],[", "],\n["))
