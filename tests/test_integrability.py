@@ -228,6 +228,19 @@ def test_small_noisy_gentle_maps_are_kept(h, w, radius, noise_deg, seed):
     assert not chk.changed and not chk.refused and chk.chosen.name == "ps"
 
 
+def test_holes_in_the_mask_are_not_an_outline():
+    """Regression: the edges of holes and zeroed patches inside the mask counted as the
+    object's outline; in a procedural scene (a wall behind two domes, one with a hole)
+    their normals point 'into the mask', and the correct map was refused as x and y
+    flipped. Only the background around the mask is outside now."""
+    from fnin_cli.data.synthetic import make_scene
+
+    s = make_scene(12, 96)     # the wall fills the frame: every mask edge is a hole's
+    raw = from_internal(np.where(s.mask[..., None], s.normals, np.nan), "ps").astype(np.float32)
+    chk = check_decoding(raw, None, None, Camera(s.K))
+    assert not chk.changed and not chk.refused and chk.outline_blocks == 0
+
+
 @pytest.mark.parametrize("background", [65535, 0])
 def test_no_mask_background_is_not_part_of_the_check(background):
     """Regression: without a mask the check scored the white (or black) background too, and

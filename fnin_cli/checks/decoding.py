@@ -430,9 +430,11 @@ def _block_size(valid: int) -> int:
 def _outline(full: np.ndarray, border: tuple) -> tuple[np.ndarray, np.ndarray]:
     """Outline blocks of the grid ``full`` and their outward unit directions (N, 2) as
     (x, y) = (columns, rows). An outline block is a full block with a 4-neighbour outside
-    the mask; ``border`` = (top, bottom, left, right): whether that side of the grid is the
-    image's border (what lies beyond it is unknown, not background). The outward direction
-    is the sum of the offsets (weighted 1 / distance^2) to the outside blocks within 2."""
+    the mask, where outside is the background around the mask or reaching the grid's edge:
+    holes inside it (missing data, zeroed patches) are not an object's outline. ``border`` = (top, bottom, left,
+    right): whether that side of the grid is the image's border (what lies beyond it is
+    unknown, not background). The outward direction is the sum of the offsets (weighted
+    1 / distance^2) to the outside blocks within 2."""
     R = 2
     hc, wc = full.shape
     out = np.zeros((hc + 2 * R, wc + 2 * R), bool)    # True: inside the image, outside the mask
@@ -446,6 +448,22 @@ def _outline(full: np.ndarray, border: tuple) -> tuple[np.ndarray, np.ndarray]:
         out[:R, :] = False
     if bottom:
         out[R + hc:, :] = False
+    # the background reachable from around the grid or from its edge rows and columns
+    # (the image's frame cuts the background, not a hole), 4-connected through blocks not full
+    seed = out.copy()
+    seed[R + 1:R + hc - 1, R + 1:R + wc - 1] = False
+    reach = seed
+    while True:
+        grown = reach.copy()
+        grown[1:] |= reach[:-1]
+        grown[:-1] |= reach[1:]
+        grown[:, 1:] |= reach[:, :-1]
+        grown[:, :-1] |= reach[:, 1:]
+        grown &= out
+        if np.array_equal(grown, reach):
+            break
+        reach = grown
+    out = reach
     ox = np.zeros((hc, wc))
     oy = np.zeros((hc, wc))
     edge = np.zeros((hc, wc), bool)
@@ -834,7 +852,7 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
             a, b = sorted((m1, m2), key=lambda d: (_mistakes(d, given), _options(d, given)))
             return refuse(f"normals do not fit the decoding '{given.name}' (integrability score {sg:.2f}) but do "
                           f"when {_what(a, given)} ({cands[a][0]:.2f}) or {_what(b, given)} ({cands[b][0]:.2f}), "
-                          f"which {_tell(chk, outline_ok)}: pass {_options(a, given)} or {_options(b, given)}",
+                          f"which {_tell(outline_ok)}: pass {_options(a, given)} or {_options(b, given)}",
                           True)
     if pick is None:
         pick = base
@@ -842,7 +860,7 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     return _finish(chk, given, mode, source)
 
 
-def _tell(chk: DecodingCheck, outline_ok: bool) -> str:
+def _tell(outline_ok: bool) -> str:
     if not outline_ok:
         return "this map cannot tell apart (no object outline in its mask)"
     return "its outline cannot tell apart"
