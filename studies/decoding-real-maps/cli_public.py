@@ -73,7 +73,8 @@ def main(argv=None):
     cases = [(c, 16) for c in sorted((DATA / "real").iterdir())] + [(c, 8) for c in sorted((DATA / "real").iterdir())]
     cases += [(c, 16) for c in sorted((DATA / "diligent").iterdir())]
     rows = []
-    print("| map | bits | copy | exit | decoding used | depth difference to the correct file's (% of range) | message |")
+    print("| map | bits | copy | exit | decoding used | depth difference to the correct file's (% of range) "
+          "| message |")
     print("|---|---:|---|---:|---|---:|---|")
     for case, bits in cases:
         raw, _ = read_array(case / "normal_map.png")

@@ -112,8 +112,9 @@ def procedural_maps(seeds):
 
 def dome_maps(seeds):
     """[(name, normals, bits, mask, K, bg)]: gently curved domes (spheres of radius 150-800
-    px) filling small frames (60x80 to 200x260), 1-5 degrees of white noise, orthographic,
-    no outline (the mask is the whole frame): maps where integrability carries little."""
+    px, at least 1.1 times the distance to the frame's farthest corner) filling small frames
+    (60x80 to 200x260), 1-5 degrees of white noise, orthographic, no outline (the mask is the
+    whole frame): maps where integrability carries little."""
     out = []
     for i, seed in enumerate(seeds):
         rng = np.random.default_rng(seed)
@@ -121,6 +122,7 @@ def dome_maps(seeds):
         radius, noise = rng.uniform(150, 800), rng.uniform(1.0, 5.0)
         v, u = np.mgrid[0:h, 0:w].astype(np.float64)
         x, y = u - w * rng.uniform(0.3, 0.7), v - h * rng.uniform(0.3, 0.7)
+        radius = max(radius, 1.1 * float(np.sqrt(x * x + y * y).max()))   # the whole frame on the dome
         zs = np.sqrt(radius ** 2 - x * x - y * y)
         n = np.stack([x / zs, y / zs, -np.ones_like(u)], -1)
         n += rng.normal(0, np.radians(noise), n.shape)
@@ -372,7 +374,8 @@ def main(argv=None):
         if r["message"] and r["outcome"] in ("fixed", "refused"):
             examples.setdefault(f"{r['encoding']}|{r['outcome']}", f"{r['map']} ({r['domain']}): {r['message']}")
     cols = ["group", "map", "domain", "encoding", "outcome", "decoding", "check_s"]
-    rec = {"set": a.set, "scenes": a.scenes, "noise": a.noise, "seed": seed, "seconds": round(time.perf_counter() - t0, 1),
+    rec = {"set": a.set, "scenes": a.scenes, "noise": a.noise, "seed": seed,
+           "seconds": round(time.perf_counter() - t0, 1),
            "check_seconds_max": max(secs) if secs else None, "summary": summary,
            "examples": examples, "columns": cols, "rows": [[r[c] for c in cols] for r in rows]}
     out.parent.mkdir(parents=True, exist_ok=True)
