@@ -2,7 +2,9 @@
 
 Writes mis-encoded copies of DiLiGenT objects under a temporary folder (never the repo),
 runs :func:`check_decoding` on them and on every correct input in ../shared/data and
-samples/, and prints a table (scores, decision, time).
+samples/, and prints a table (scores, outline, decision or refusal, time). The study
+studies/decoding-real-maps measures the check on a larger corpus (mirrored maps, 8-bit
+copies, maps without masks, renders, noise).
 
     python benchmarks/convention_check.py [--objects bear,reading] [--tmp /tmp/fnin_conv]
         [--made bear]      # also integrate one copy (wls) with given vs auto decoding
@@ -19,7 +21,8 @@ import numpy as np
 
 from fnin_cli.bench.cases import align_and_errors
 from fnin_cli.camera import Camera
-from fnin_cli.checks import check_decoding
+from fnin_cli.checks import Decoding, check_decoding
+from fnin_cli.errors import FninError
 from fnin_cli.io import read_array, read_K, read_mask, write_png
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +49,8 @@ def make_copies(obj_dir: Path, out: Path) -> dict:
     v["bgr.png"] = np.ascontiguousarray(raw[..., ::-1])
     z = raw.copy(); z[..., 2] = top - z[..., 2]
     v["zflip.png"] = z
+    x = raw.copy(); x[..., 0] = top - x[..., 0]
+    v["xflip.png"] = x
     paths = {}
     for name, arr in v.items():
         p = out / name
@@ -63,7 +68,7 @@ def make_copies(obj_dir: Path, out: Path) -> dict:
     return paths
 
 
-EXPECT = {"green-down.png": "directx", "bgr.png": "ps/bgr", "zflip.png": "custom(+1,-1,+1)",
+EXPECT = {"green-down.png": "directx", "bgr.png": "ps/bgr", "zflip.png": "ps/flip-z", "xflip.png": "ps/flip-x",
           "half.exr": "ps/half", "raw-float.exr": "ps", "opencv-noflag.npy": "opencv"}
 
 
@@ -72,23 +77,33 @@ def run_case(label, npath, mask, K, expect="ps", convention="ps"):
     if raw.ndim == 2:
         return None
     cam = Camera(K) if K is not None else Camera()
-    chk = check_decoding(raw, bd, mask, cam, convention=convention, mode="auto")
+
+    def check():
+        try:
+            return check_decoding(raw, bd, mask, cam, convention=convention, mode="auto"), ""
+        except FninError as e:      # refused: two decodings the data cannot tell apart, or noise
+            return e.check, str(e)
+
+    chk, refusal = check()
     t = []
     for _ in range(3):
         t0 = time.perf_counter()
-        check_decoding(raw, bd, mask, cam, convention=convention, mode="auto")
+        check()
         t.append(time.perf_counter() - t0)
-    given = chk.scores[chk.given.name]
-    alts = {k: s for k, s in chk.scores.items() if k != chk.given.name
-            and chk.facing_away[k] <= max(0.25, chk.facing_away[chk.given.name])}
-    best = min(alts, key=lambda k: alts[k] if np.isfinite(alts[k]) else 9)
-    ok = chk.chosen.name == expect
+    # the given signs and channels in the data's float encoding (what the scores are keyed by)
+    gname = Decoding(chk.given.signs, chk.given.channels, chk.chosen.float_encoding, chk.given.named).name
+    given = chk.scores[gname]
+    alts = {k: s for k, s in chk.scores.items() if k != gname and np.isfinite(s)
+            and chk.facing_away[k] <= max(0.25, chk.facing_away[gname])}
+    best = min(alts, key=alts.get)
+    used = "refused" if refusal else chk.chosen.name
+    ok = used == expect
     print(f"{label:34s} {raw.shape[1]:5d}x{raw.shape[0]:<5d} k={chk.block} cells={chk.cells:6d} "
-          f"given={given:6.3f} bestalt={alts[best]:6.3f} ({best:18s}) face={chk.facing_away[chk.given.name]:.2f} "
-          f"-> {chk.chosen.name:18s} {'OK ' if ok else 'BAD'} {chk.reason:24s} {min(t)*1000:6.1f} ms",
-          flush=True)
-    if chk.changed:
-        print("    " + chk.message)
+          f"given={given:6.3f} bestalt={alts[best]:6.3f} ({best:18s}) face={chk.facing_away[gname]:.2f} "
+          f"outline={chk.outline.get(gname, 0):+.2f} -> {used:18s} {'OK ' if ok else 'BAD'} "
+          f"{chk.reason:24s} {min(t)*1000:6.1f} ms", flush=True)
+    if chk.changed or refusal:
+        print("    " + (refusal or chk.message))
     return ok, chk, min(t)
 
 

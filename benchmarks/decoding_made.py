@@ -1,6 +1,6 @@
 """MADE of mis-encoded DiLiGenT copies through the CLI (issue 16's corpus).
 
-Writes the copies of benchmarks/convention_check.py (green-down, BGR and z-flipped
+Writes the copies of benchmarks/convention_check.py (green-down, BGR, z- and x-flipped
 16-bit PNGs, (n+1)/2 and raw float EXRs, OpenCV-frame NPY) under a temporary folder
 (never the repo), runs ``fnin integrate <copy> --mask --K --json -o <tmp>.npy`` with the
 default method and the default ``--convention auto`` (and with an explicit ``--convention
@@ -72,7 +72,7 @@ def main(argv=None):
 def _hint(stderr: str) -> str:
     line = stderr.splitlines()[0] if stderr else ""
     for key in ("--float-encoding half", "--channels bgr", "--convention directx", "--convention opencv",
-                "face away"):
+                "--flip x", "--flip z", "face away"):
         if key in line:
             return f"`{key}`"
     return line[:60]

@@ -34,6 +34,22 @@ FLIP_HINT = (
 )
 
 
+def flip_hint(current: str = "") -> str:
+    """What to try when normals face away, without the decoding ``current`` already in use
+    (an ``Input.convention`` such as 'ps', 'ps/bgr', 'ps/flip-z')."""
+    parts = current.split("/") if current else []
+    conv = parts[0] if parts and parts[0] in SIGNS else None
+    words = {"ps": "ps (x right, y up, z toward viewer)", "opencv": "opencv (y down, z away)",
+             "directx": "directx (y down, z toward viewer)"}
+    names = [words[n] for n in SIGNS if n != conv]
+    opts = f"try --convention {names[0]} or {names[1]}" if conv else FLIP_HINT
+    if "flip-z" not in parts and not any(p.startswith("flip-") and "z" in p for p in parts):
+        opts += ", --flip z (z stored away from the viewer)"
+    if "bgr" not in parts:
+        opts += ", --channels bgr (BGR files, as cv2.imwrite writes)"
+    return opts
+
+
 def canonical(name: str) -> str:
     key = ALIASES.get(name.lower(), name.lower())
     if key not in SIGNS:

@@ -56,6 +56,7 @@ def load_input(
     channels=None,
     float_encoding: str = "raw",
     allow_invalid: bool = False,
+    flip: str | None = None,
 ) -> Input:
     """Load a normal map file or a DiLiGenT/BiNI-layout folder.
 
@@ -65,10 +66,14 @@ def load_input(
     Decoding (README "Inputs"): ``convention`` ps|opencv|directx (and aliases) or
     ``auto`` (ps unless the data clearly integrate better under another decoding: then
     that one, with a warning); ``channels`` 'rgb', 'bgr' or three EXR channel names;
-    ``float_encoding`` 'raw' or 'half' ((n + 1) / 2 in a float file). With an explicit
-    convention the check is strict: a clearly better decoding is an error naming the
-    option that fixes it. More than 2 % invalid masked normals is an error unless
-    ``allow_invalid``. ``Input.convention`` holds the decoding used.
+    ``float_encoding`` 'raw' or 'half' ((n + 1) / 2 in a float file); ``flip`` the axes
+    to negate after the convention ('x' for a mirrored map, 'z', 'xy', ...). Under ``auto``
+    a map that looks like noise, or fits two decodings the data cannot tell apart (a
+    mirrored map and a green-down one without an object outline), is an error naming the
+    options. With an explicit convention the check is strict: a clearly better decoding
+    is an error naming the option that fixes it; noise and the outline alone are warnings.
+    More than 2 % invalid masked normals is an error unless ``allow_invalid``.
+    ``Input.convention`` holds the decoding used.
 
     A file named like a layout folder's normal map (``x/normal_map.png``) reads
     ``x/mask.png`` and ``x/K.txt`` as the folder ``x`` would, unless ``mask``, ``K`` or
@@ -95,16 +100,11 @@ def load_input(
         K_src = npath
     cam = None if K is None else Camera(np.asarray(K, np.float64)).validate(shape, K_src)
     t0 = time.perf_counter()
+    # auto: a change is a warning, noise or two decodings the data cannot tell apart an
+    # error; explicit: a clearly better decoding is an error (checks/decoding.py)
     chk = check_decoding(arr, bitdepth, mask, cam, convention=conv, channels=order, float_encoding=float_encoding,
-                         mode="auto", source=npath)
-    warnings = []
-    if chk.changed:
-        if auto:
-            warnings.append(chk.message)
-        elif "facing away" not in chk.reason:
-            raise FninError(chk.strict_message, npath)
-        else:  # explicit convention facing away: the loader's own refusal below (as before)
-            chk.chosen, chk.changed = chk.given, False
+                         mode="auto" if auto else "strict", source=npath, flip=flip or "")
+    warnings = [w for w in (chk.message if chk.changed else "", chk.warning) if w]
     normals, valid, nonfinite = _decode_normalise(arr, bitdepth, chk)
     # 8-bit data in a 16-bit or float file: the same quantisation as an 8-bit file, which
     # build_input names (the file's bit depth alone missed 8-bit maps saved wider)
@@ -272,7 +272,7 @@ def build_input(normals, valid=None, mask=None, K=None, ortho=False, pixel_size=
     if away > 0.5:
         raise FninError(
             f"{away:.0%} of the normals face away from the camera; wrong convention? "
-            f"(now '{convention}'): {conventions.FLIP_HINT}", source)
+            f"(now '{convention}'): {conventions.flip_hint(convention)}", source)
     if bitdepth == 8:
         warnings.append("8-bit normal map: quantisation limits accuracy (about 0.5 degree); prefer 16-bit or EXR")
     warnings = [for_caller(w) for w in warnings]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import given_decoding
 from ..conventions import canonical
 from ..errors import FninError
 from ..model import DEFAULT_WEIGHTS, DEVICES, unknown_device
@@ -39,6 +40,7 @@ class Options:
     convention: str = "auto"
     channels: str | None = None
     float_encoding: str = "raw"
+    flip: str | None = None       # --flip: axes negated after the convention ('x', 'xy', 'none')
     allow_invalid: bool = False
     method: str = DEFAULT_METHOD
     refine: int | None = None     # None: the method's own rounds (registry)
@@ -77,6 +79,11 @@ class Options:
                 "; use one of ", "; use auto or one of ")) from None
         if self.float_encoding not in ("raw", "half"):
             raise UsageError(f"unknown --float-encoding '{self.float_encoding}'; use raw or half ((n+1)/2 floats)")
+        if self.flip is not None:
+            try:
+                given_decoding(flip=self.flip)
+            except FninError as exc:
+                raise UsageError(exc.message) from None
         if self.device not in DEVICES:
             raise UsageError(unknown_device(self.device))
         if self.refine is not None and self.refine < 0:

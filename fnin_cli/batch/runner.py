@@ -331,7 +331,8 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
         K = intrinsics(shape, options.fx, options.fy, options.cx, options.cy)
     inp = load_input(job.input, mask=mask, K=K, ortho=options.ortho,
                      pixel_size=options.pixel_size, convention=options.convention, channels=options.channels,
-                     float_encoding=options.float_encoding, allow_invalid=options.allow_invalid)
+                     float_encoding=options.float_encoding, allow_invalid=options.allow_invalid,
+                     flip=options.flip)   # --flip (the decoding branch: this line only)
     rec["convention"] = inp.convention
     # where the mask and camera came from: a file (--mask/--K, or the input's folder), the
     # --fx/--fy/--cx/--cy options, or none (valid normals; orthographic)

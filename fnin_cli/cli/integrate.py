@@ -86,6 +86,8 @@ def integrate_cmd(
                                            "EXR channel names such as N.X,N.Y,N.Z"),
     float_encoding: str = typer.Option("raw", "--float-encoding", help="float files (EXR/NPY/TIFF): raw normals, or "
                                        "half = stored as (n+1)/2"),
+    flip: Optional[str] = typer.Option(None, "--flip", help="negate these normal components after the convention: "
+                                       "x (a mirrored map), y, z, or several (xy); none"),
     allow_invalid: bool = typer.Option(False, "--allow-invalid", help="go on when over 2% of the masked normals are "
                                        "invalid (NaN, zero, not unit length); they are dropped"),
     method: str = typer.Option(DEFAULT_METHOD, "--method", "-m", help=method_help()),
@@ -147,7 +149,8 @@ def integrate_cmd(
         opts = Options(
             mask=None if mask is None else str(mask), K=None if K is None else str(K), fx=fx, fy=fy, cx=cx, cy=cy,
             ortho=ortho, pixel_size=pixel_size, convention=convention, channels=channels,
-            float_encoding=float_encoding.lower(), allow_invalid=allow_invalid, method=method.lower(), refine=refine,
+            float_encoding=float_encoding.lower(), flip=None if flip is None else flip.lower(),
+            allow_invalid=allow_invalid, method=method.lower(), refine=refine,
             device=device.lower(), network_side=network_side, bini_k=bini_k, model=None if model is None else str(model),
             mean_depth=mean_depth,
             depth_at=(None if not depth_at else parse_depth_at(depth_at[0]) if len(depth_at) == 1
