@@ -295,7 +295,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
     if frac > 0.25:
         warnings.append(for_caller(
             f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
-            f"wrong convention? {conventions.FLIP_HINT}"))
+            f"wrong convention? {conventions.flip_hint(inp.convention or '')}"))
         warn(warnings[-1:])
     prior_pixels = None if prior is None else prior.valid[inp.mask]
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
