@@ -44,6 +44,8 @@ MIN_SIGMA_FRACTION = 1e-4
 # a relative prior (a network's smooth depth) counts as one measurement per block of this
 # side: its neighbouring values are not independent (docs/decisions.md#depth-prior)
 RELATIVE_BLOCK = 8
+# the slope test reads at most about this many pixels (every k-th row of a larger map)
+SLOPE_PIXELS = 250_000
 # a prior value beyond this many sigmas from the result counts as a disagreement
 OUTLIER_SIGMAS = 3.0
 KINDS = ("absolute", "relative")
@@ -77,6 +79,11 @@ class DepthPrior:
     source: str = ""
     block: int = 1
 
+    def __post_init__(self):
+        # float32 images: a camera-size prior costs two 4-byte frames, not two 8-byte ones
+        self.depth = np.asarray(self.depth, np.float32)
+        self.share = np.asarray(self.share, np.float32)
+
     @property
     def valid(self) -> np.ndarray:
         return np.isfinite(self.depth) & (self.share > 0)
@@ -91,8 +98,8 @@ class DepthPrior:
         ``share_scale``."""
         from .solvers.system import DataTerm
 
-        d = self.depth[mask]
-        share = np.where(self.valid[mask], self.share[mask], 0.0) * share_scale
+        d = self.depth[mask].astype(np.float64)
+        share = np.where(self.valid[mask], self.share[mask], 0.0).astype(np.float64) * share_scale
         has = share > 0
         target = np.zeros(d.shape)
         values = d[has]
@@ -118,8 +125,8 @@ class DepthPrior:
 
     def on_mask(self, mask: np.ndarray) -> "DepthPrior":
         """This prior with its values outside ``mask`` dropped."""
-        depth = np.where(mask, self.depth, np.nan)
-        return replace(self, depth=depth, share=np.where(np.isfinite(depth), self.share, 0.0))
+        depth = np.where(mask, self.depth, np.float32(np.nan))
+        return replace(self, depth=depth, share=np.where(np.isfinite(depth), self.share, np.float32(0.0)))
 
 
 # ------------------------------------------------------------------ reading
@@ -289,7 +296,7 @@ def _what_else(prior: DepthPrior, depth: np.ndarray, m: np.ndarray, camera: Came
         return "it looks like inverse depth or disparity: convert it to depth, or use --prior-kind relative"
     if c_depth < -0.5:
         return "it runs against the result (flipped or negated?)"
-    shifted = _best_shift(prior.depth, depth, m)
+    shifted = _best_shift(prior.depth, depth, m) if m.sum() <= SLOPE_PIXELS else None
     if shifted is not None:
         return f"it fits best shifted by {shifted} pixels (row, col): is it registered to the normal map?"
     return ""
@@ -303,6 +310,17 @@ def slope_ratio(prior: DepthPrior, normals: np.ndarray, m: np.ndarray, camera: C
     from .solvers.system import NormalSystem
 
     step = max(1, prior.block)
+    # every s-th row (spans run along rows): the test needs ~ a few hundred thousand pixels,
+    # not a camera-size map's frames of temporaries; the camera sees rows s apart
+    s = max(1, int(np.ceil(int(m.sum()) / SLOPE_PIXELS)))
+    if s > 1:
+        normals, m = normals[::s], m[::s]
+        prior = replace(prior, depth=prior.depth[::s], share=prior.share[::s])
+        if camera.perspective:
+            K = camera.K.copy()
+            K[1, 1] /= s
+            K[1, 2] /= s
+            camera = Camera(K, camera.pixel_size)
     system = NormalSystem(normals, m, camera)
     pred = np.zeros(m.shape)
     pred[m] = -system.nx / system.a_u            # d(unknown)/du each normal predicts

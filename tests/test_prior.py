@@ -214,3 +214,19 @@ def test_bench_piece_error_aligns_each_loose_piece_on_its_own():
     pieces = right.astype(int)
     whole = align_and_errors(est, gt, inp.mask, True)["made"]
     assert piece_made(est, gt, inp.mask, pieces, True) < 1e-9 < whole
+
+
+def test_the_slope_test_reads_every_kth_row_of_a_large_map(monkeypatch):
+    """A camera-size map's slope test runs on every k-th row (the camera seeing rows k
+    apart): the same ratios as on every row (1 agrees, -1 inverse depth)."""
+    import fnin_cli.prior as prior_module
+
+    for kind in ("persp", "ortho"):
+        inp, gt, _ = _step(kind)
+        for d, want in ((gt, 1.0), (float(np.nanmedian(gt)) ** 2 / gt, -1.0)):
+            p = DepthPrior(d, np.isfinite(gt).astype(float), 0.001).on_mask(inp.mask)
+            every = prior_module.slope_ratio(p, inp.normals, inp.mask & p.valid, inp.camera)
+            monkeypatch.setattr(prior_module, "SLOPE_PIXELS", 1000)          # every 5th row here
+            sparse = prior_module.slope_ratio(p, inp.normals, inp.mask & p.valid, inp.camera)
+            monkeypatch.undo()
+            assert every == pytest.approx(want, abs=0.2) and sparse == pytest.approx(every, abs=0.05)
