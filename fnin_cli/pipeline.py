@@ -277,18 +277,17 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         depth, note = from_prior(zimg, inp.camera, inp.mask)
     else:
         depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
-    residual = disagree_map = None
+    residual = disagree_map = prior_pixels = None
     if prior is not None:
-        if prior.kind == "relative":   # the fitted prior in the result's frame (its scale fixed alike)
-            factor = float(np.nanmedian(depth / (np.exp(zimg) if inp.camera.perspective else 1.0)))
-            prior = replace(prior, depth=prior.depth * factor, sigma=prior.sigma * factor) \
-                if inp.camera.perspective else replace(prior, depth=prior.depth + (depth - zimg)[inp.mask].mean())
+        if prior.kind == "relative":
+            prior = _in_result_frame(prior, depth, zimg, inp)
             note += "; relative depth prior fitted (affine in depth) and fused"
         residual, disagree = prior_report(prior, depth, inp.mask, inp.camera, inp.normals)
         notes += disagree
         on = prior.valid & inp.mask
         disagree_map = np.zeros(inp.mask.shape, bool)
         disagree_map[on] = np.abs(depth[on] - prior.depth[on]) > OUTLIER_SIGMAS * prior.sigma
+        prior_pixels = on[inp.mask]
     placed = f"by the weak links across its cuts ({run.method}{' and its rounds' if refined else ''})"
     seconds["total"] = time.perf_counter() - run.t0
     warnings = list(inp.warnings) + [for_caller(n) for n in notes]
@@ -299,10 +298,18 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
             f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
             f"wrong convention? {conventions.flip_hint(inp.convention or '')}"))
         warn(warnings[-1:])
-    prior_pixels = None if prior is None else prior.valid[inp.mask]
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, run.method, seconds, note, zimg, iterations, warnings, refined,
                   (system, weights, placed, pinned, prior_pixels), residual, disagree_map)
+
+
+def _in_result_frame(fitted: DepthPrior, depth: np.ndarray, zimg: np.ndarray, inp: Input) -> DepthPrior:
+    """A fitted relative prior (in the unknown's frame) moved as the result was when its
+    scale (perspective) or offset (orthographic) was fixed."""
+    if inp.camera.perspective:
+        factor = float(np.nanmedian(depth / np.exp(zimg)))
+        return replace(fitted, depth=fitted.depth * factor, sigma=fitted.sigma * factor)
+    return replace(fitted, depth=fitted.depth + float((depth - zimg)[inp.mask].mean()))
 
 
 def fuse_relative(run: MethodRun, z: np.ndarray, weights) -> tuple:

@@ -23,6 +23,8 @@ import zlib
 import numpy as np
 
 from ..prior import DepthPrior
+from ..solvers.rounds import view_cosine
+from ..solvers.system import NormalSystem
 
 KINDS = ("dense8", "sparse", "relative")
 BLOCK = 8
@@ -66,7 +68,7 @@ def _dense(gt, inp, mask, rng, median, span, persp) -> DepthPrior:
     blocks = np.full((hc, wc), np.nan)
     np.divide(vals.sum(axis=(1, 3)), count, out=blocks, where=count > 0)
     cosine = np.zeros(gt.shape)
-    cosine[inp.mask] = _view_cosine(inp)
+    cosine[inp.mask] = view_cosine(NormalSystem(inp.normals, inp.mask, inp.camera))
     c = np.where(mask, cosine, 0.0)[crop].reshape(hc, BLOCK, wc, BLOCK).sum(axis=(1, 3))
     mean_cos = np.divide(c, count, out=np.zeros_like(c), where=count > 0)
     keep = (count >= BLOCK * BLOCK // 2) & (mean_cos >= 0.3) & (rng.uniform(size=blocks.shape) >= 0.05)
@@ -98,17 +100,6 @@ def _relative(gt, mask, rng, median) -> DepthPrior:
     depth[~(np.isfinite(depth) & (depth > 0))] = np.nan
     spread = float(np.nanstd(depth)) or 1.0
     return DepthPrior(depth, np.isfinite(depth).astype(float), 0.1 * spread, "relative", "relative", 1)
-
-
-def _view_cosine(inp) -> np.ndarray:
-    """|cos| between each masked pixel's normal and its view ray (orthographic: |n_z|)."""
-    n = inp.normals[inp.mask]
-    if not inp.camera.perspective:
-        return np.abs(n[:, 2])
-    v, u = np.nonzero(inp.mask)
-    K = inp.camera.K
-    r = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones(u.size)], 1)
-    return np.abs((n * r).sum(1)) / np.linalg.norm(r, axis=1)
 
 
 def prior_alone(prior: DepthPrior, mask: np.ndarray) -> np.ndarray:

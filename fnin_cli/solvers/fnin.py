@@ -17,6 +17,7 @@ from ..resources import kept_heap
 from .backend import CPU, Backend
 from .bini import bini_weights
 from .linear import AMGCache
+from .pieces import weighted_median
 from .stage2 import model_weights, stage2
 from .system import DataTerm, NormalSystem
 
@@ -82,7 +83,4 @@ def _level_shift(prior: DataTerm, z) -> float:
     """The shift that takes z to a depth prior's level: the weighted median of target - z."""
     w = np.broadcast_to(prior.weight, z.shape)
     has = w > 0
-    diff, ww = (prior.target - z)[has], w[has]
-    order = np.argsort(diff)
-    cum = np.cumsum(ww[order])
-    return float(diff[order][np.searchsorted(cum, 0.5 * cum[-1])])
+    return weighted_median((prior.target - z)[has], w[has])

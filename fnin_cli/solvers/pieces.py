@@ -141,6 +141,17 @@ def _weighted_medians(lab: np.ndarray, values: np.ndarray, weight: np.ndarray) -
     return lab[starts], values[reached[np.searchsorted(reached, starts)]]
 
 
+def weighted_median(values: np.ndarray, weight: np.ndarray) -> float:
+    """The weighted median of ``values`` (:func:`_weighted_medians` of one label).
+
+    Examples
+    --------
+    >>> weighted_median(np.array([3.0, 1.0, 2.0]), np.array([1.0, 1.0, 5.0]))
+    2.0
+    """
+    return float(_weighted_medians(np.zeros(len(values), np.int64), values, weight)[1][0])
+
+
 def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, threshold: float = CUT_WEIGHT,
                      max_pixels: int = DEFAULT.rounds.reattach_pixels) -> tuple:
     """z with every piece of fewer than ``max_pixels`` pixels (mutual-trust pieces,
