@@ -28,7 +28,7 @@ from .prior import OUTLIER_SIGMAS, DepthPrior, as_prior, fit_relative, prior_rep
 from .scale import check_scale, depth_pins, fix_scale, from_prior, pin
 from .solvers.backend import Backend, choose_backend
 from .solvers.linear import AMGCache
-from .solvers.pieces import cut_pieces, loose_pieces
+from .solvers.pieces import loose_pieces, split_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
 from .solvers.rounds import RoundsResult, run_rounds
 from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
@@ -267,7 +267,8 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         discontinuity = weights_to_discontinuity(weights, system.n)
     prior = run.prior
     if prior is not None and prior.kind == "relative":
-        z, prior = fuse_relative(run, z, weights)
+        # the pieces it placed are reported as the prior's (Result.loose_pieces)
+        z, prior, weights = fuse_relative(run, z, weights)
     pins = depth_pins(depth_at)
     pinned = {}
     if len(pins) > 1:
@@ -313,19 +314,23 @@ def _in_result_frame(fitted: DepthPrior, depth: np.ndarray, zimg: np.ndarray, in
 
 
 def fuse_relative(run: MethodRun, z: np.ndarray, weights) -> tuple:
-    """(z, fitted prior): a relative depth prior fitted to the result z by an affine map of
+    """(z, fitted prior, weights cut between pieces): a relative depth prior fitted to the result z by an affine map of
     depth (:func:`~fnin_cli.prior.fit_relative`) on the result's main piece (whose shape the
-    normals fix), then one solve with the result's weights, its prior lam towards z and the
-    fitted prior's term (:meth:`~fnin_cli.prior.DepthPrior.relative_term`), started at z."""
+    normals fix), then one solve with the fitted prior's term
+    (:meth:`~fnin_cli.prior.DepthPrior.relative_term`) and its prior lam towards z, started
+    at z, with the result's weights cut between its pieces
+    (:func:`~fnin_cli.solvers.pieces.split_pieces`): a piece joined only where one normal
+    extrapolates across a jump is placed by the prior (docs/decisions.md#depth-prior)."""
     system, camera = run.system, run.system.camera
+    weights, labels = split_pieces(system, weights)
     zimg = system.to_image(z)
-    main = system.to_image((cut_pieces(system, weights)[0] == 0).astype(float), fill=0.0) > 0
+    main = system.to_image((labels == 0).astype(float), fill=0.0) > 0
     fitted, _ = fit_relative(run.prior, np.exp(zimg) if camera.perspective else zimg, main)
     term = DataTerm(run.lam, z).plus(fitted.relative_term(system.mask, camera))
     # the rounds' AMG hierarchy, refreshed for this matrix, where there is one
     z, _ = system.solve(weights, term, x0=z, method=run.args.backend.linear, rtol=run.config.one_shot.solve_rtol,
                         hierarchy=run.hierarchy)
-    return z, fitted
+    return z, fitted, weights
 
 
 def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,
