@@ -221,12 +221,14 @@ def _read_points(path: Path, shape):
 
 # ------------------------------------------------------------------ relative priors
 
-def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray) -> tuple:
+def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, positive: bool = True) -> tuple:
     """(the prior mapped onto ``depth``, the map): a relative prior's depths p taken to
     a p + b, the affine map of depth that fits them to an integrated ``depth`` (relative
     depth, NaN outside ``mask``) in least squares, once more without the worst 10% of the
     points; its sigma becomes the fit's robust spread (1.4826 x the median absolute
-    residual). Raises :class:`FninError` where the prior and the depth share no pixel."""
+    residual). ``positive``: mapped depths <= 0 count as missing (perspective depth;
+    orthographic depth has any offset). Raises :class:`FninError` where the prior and the
+    depth share no pixel."""
     m = prior.valid & mask & np.isfinite(depth)
     if m.sum() < 3:
         raise FninError("the relative depth prior covers fewer than 3 pixels of the object; it cannot be fitted",
@@ -241,7 +243,7 @@ def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray) -> tupl
         keep = res <= np.percentile(res, 90)
     spread = 1.4826 * float(np.median(np.abs(a * p + b - d)))
     fitted = a * prior.depth + b
-    fitted[~(np.isfinite(fitted) & (fitted > 0))] = np.nan
+    fitted[~(np.isfinite(fitted) & ((fitted > 0) | (not positive)))] = np.nan
     return replace(prior, depth=fitted, sigma=max(spread, 1e-9 * float(np.nanmedian(np.abs(d))))), (float(a), float(b))
 
 

@@ -123,6 +123,32 @@ def step_surface(cam: Camera, gap: float = 40.0) -> tuple[analytic.Surface, np.n
     return analytic.nearest(left, right), side
 
 
+def rim_step_surface(cam: Camera, gap: float = 80.0, rim: int = 8, bend: float = 0.25) -> tuple:
+    """Two sheets across a jump along STEP_COL, the left one bending away over its last
+    ``rim`` columns (its slope there grows to 2 ``bend`` ``rim`` footprints a pixel), the
+    right one ``gap`` footprints farther. BiNI's weights join them one-sidedly: the rim's
+    steep normal, extrapolated across the jump, sets the right sheet's depth, wrongly.
+    Returns the surface and the 'right side' map."""
+    h, w = SHAPE
+    z0 = 10.0 if cam.perspective else 50.0
+    px = z0 / F if cam.perspective else cam.pixel_size
+    c0 = STEP_COL - rim
+
+    def left(u, v):
+        t = np.maximum(u - c0, 0.0)
+        return z0 + 0.2 * px * (v - h / 2) + bend * px * t ** 2, 2 * bend * px * t, np.full_like(v, 0.2 * px)
+
+    def right(u, v):
+        z = z0 + gap * px - 0.5 * px * (v - h / 2) + 0.3 * px * (u - STEP_COL)
+        return z, np.full_like(u, 0.3 * px), np.full_like(v, -0.5 * px)
+
+    u, _ = analytic.pixel_grid(SHAPE)
+    side = u >= STEP_COL
+    near = analytic.restrict(analytic.from_depth_function(SHAPE, cam, left), ~side)
+    far = analytic.restrict(analytic.from_depth_function(SHAPE, cam, right), side)
+    return analytic.nearest(near, far), side
+
+
 def gaussian_bumps(u, v, bumps, offset: float = 0.0):
     """A tilted plane ``offset + 0.05 u + 0.03 v`` plus Gaussian ``bumps`` (amplitude, centre
     u, centre v, sigma), in pixel units: ``(z, dz/du, dz/dv)``. Not symmetric, so a flipped

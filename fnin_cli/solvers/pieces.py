@@ -216,10 +216,17 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
 
 def split_pieces(system: NormalSystem, weights: dict, threshold: float = CUT_WEIGHT,
                  min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
-    """(weights, labels): ``weights`` with every edge between two pieces of at least
-    ``min_pixels`` cut (both weights 0), the pieces those of :func:`cut_pieces` with
-    ``mutual``: an edge that only one side trusts (one normal extrapolated across it)
-    bounds a piece too. Edges touching smaller pieces keep their weights.
+    """(labels, sizes): the pieces of :func:`cut_pieces` with ``mutual``: an edge that only
+    one side trusts (one normal extrapolated across it) bounds a piece too; pieces under
+    ``min_pixels`` get label -1 (they stay joined to whatever holds them)."""
+    labels, sizes, _ = cut_pieces(system, weights, threshold, mutual=True)
+    labels = np.where(sizes[labels] >= min_pixels, labels, -1)
+    return labels, sizes
+
+
+def free_pieces(system: NormalSystem, weights: dict, labels: np.ndarray, free: np.ndarray) -> dict:
+    """``weights`` with every edge between a piece whose ``free[label]`` is True and any
+    other label cut (both weights 0): a data term alone then places that piece.
 
     Examples
     --------
@@ -228,19 +235,20 @@ def split_pieces(system: NormalSystem, weights: dict, threshold: float = CUT_WEI
     >>> s = NormalSystem(flat, np.ones((1, 4), bool), Camera(None, 1.0))
     >>> w = {"u-": np.array([0.0, 1.0, 0.0, 1.0]), "u+": np.array([1.0, 1.0, 1.0, 0.0]),
     ...      "v-": np.full(4, 0.5), "v+": np.full(4, 0.5)}
-    >>> cut, labels = split_pieces(s, w, min_pixels=2)
-    >>> labels.tolist(), cut["u+"].tolist(), cut["u-"].tolist()
-    ([0, 0, 1, 1], [1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0])
+    >>> labels, sizes = split_pieces(s, w, min_pixels=2)
+    >>> labels.tolist()
+    [0, 0, 1, 1]
+    >>> cut = free_pieces(s, w, labels, np.array([False, True]))
+    >>> cut["u+"].tolist(), cut["u-"].tolist()
+    ([1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0])
     """
-    labels, sizes, _ = cut_pieces(system, weights, threshold, mutual=True)
-    big = sizes[labels] >= min_pixels
     out = {key: np.array(w, np.float64, copy=True) for key, w in weights.items()}
+    is_free = np.append(free, False)[labels]        # label -1 (small pieces): never free
     for axis, p, q in _edges(system):
-        cut = (labels[p] != labels[q]) & big[p] & big[q]
+        cut = (labels[p] != labels[q]) & (is_free[p] | is_free[q])
         out[axis + "+"][p[cut]] = 0.0
         out[axis + "-"][q[cut]] = 0.0
-    return out, labels
-
+    return out
 
 ISLAND = "an island of the mask: no edge joins it, only the solve's weak prior placed it"
 
