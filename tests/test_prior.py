@@ -269,3 +269,22 @@ def test_the_slope_test_reads_every_kth_row_of_a_large_map(monkeypatch):
             sparse = prior_module.slope_ratio(p, inp.normals, inp.mask & p.valid, inp.camera)
             monkeypatch.undo()
             assert every == pytest.approx(want, abs=0.2) and sparse == pytest.approx(every, abs=0.05)
+
+
+@pytest.mark.parametrize("kind", ["dense8", "relative"])
+def test_bench_records_the_absolute_error_only_where_a_prior_fixed_the_depth(kind):
+    """`fnin bench --prior`: abs (nothing fitted) for the methods run with an absolute
+    prior and the prior alone; none for noprior or a relative prior, whose depth stays
+    known up to scale (it read 1498 mm on goblet). The legend says which."""
+    from fnin_cli.bench.cases import Case
+    from fnin_cli.bench.report import table_legend
+    from fnin_cli.bench.runner import run_one
+
+    case = Case("persp-64", "synthetic", seed=9, size=64)
+    recs = {m: run_one(case, m, prior=(kind, 0)) for m in ("default", "prior", "noprior")}
+    assert all(r["status"] == "ok" for r in recs.values())
+    assert "abs_made_mm" not in recs["noprior"]
+    has_abs = {m for m, r in recs.items() if "abs_made_mm" in r}
+    assert has_abs == ({"default", "prior"} if kind == "dense8" else set())
+    legend = table_legend({"dataset": "synthetic", "prior": {"kind": kind, "seed": 0}})
+    assert ("abs:" in legend) == (kind == "dense8")

@@ -139,14 +139,23 @@ def table_heading(report) -> str:
             f"{report['machine']['device']})")
 
 
+def _absolute(report) -> bool:
+    """Whether a depth prior fixed the depth (an ``abs`` column): any prior kind but ``relative``."""
+    return bool(report.get("prior")) and report["prior"]["kind"] != "relative"
+
+
 def table_legend(report) -> str:
     """The line under :func:`rich_table`: units and marks, readable without colour."""
     unit = "mm" if report["dataset"] != "synthetic" else "units"
     line = f"MADE in {unit} (+: most accurate), s: seconds of integrate alone (*: fastest; mean row: sum)"
     if report.get("prior"):
         p = report["prior"]
-        line += (f"; abs: MADE with nothing fitted (the {p['kind']} depth prior, seed {p['seed']}, fixes the "
-                 "depth); prior: the prior alone; noprior: the default without it")
+        if _absolute(report):
+            line += (f"; abs: MADE with nothing fitted (the {p['kind']} depth prior, seed {p['seed']}, fixes the "
+                     "depth)")
+        else:
+            line += f"; with the {p['kind']} depth prior (seed {p['seed']}), fitted: the depth stays relative"
+        line += "; prior: the prior alone; noprior: the default without it"
     return line
 
 
@@ -160,7 +169,7 @@ def rich_table(report):
     methods = report["methods"]
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)  # title and legend: table_heading, table_legend
     t.add_column("case", no_wrap=True)
-    absolute = bool(report.get("prior"))
+    absolute = _absolute(report)
     for m in methods:
         t.add_column(f"{m}\nMADE", justify="right")
         if absolute:

@@ -215,7 +215,8 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
     (``default`` or a registry method; ``refine`` None = the method's default rounds).
     ``prior``: (kind, seed) of a depth prior drawn from the case's ground truth
     (:mod:`.priors`): every method but ``noprior`` gets it, ``prior`` is the prior alone,
-    and the record adds ``abs_made_mm`` (nothing fitted)."""
+    and with an absolute prior the record adds ``abs_made_mm`` (nothing fitted; a relative
+    prior and ``noprior`` leave the depth known up to scale or offset, so none)."""
     t0 = time.perf_counter()
     inp, gt = case.load()
     object_id, names = case.object_ids()
@@ -259,7 +260,7 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
     rec["scale" if inp.camera.perspective else "offset"] = err["scale" if inp.camera.perspective else "offset"]
     if "objects" in err:   # aligned one by one; made_mm is the mean of the objects' MADEs
         rec["objects"] = err["objects"]
-    if depth_prior is not None:
+    if depth_prior is not None and depth_prior.kind == "absolute" and method != NO_PRIOR_KEY:
         rec["abs_made_mm"] = absolute_made(res.depth, gt, res.mask)
     if res.loose.any() and object_id is None:   # what the normals could not place, aligned piece by piece
         rec["piece_made_mm"] = piece_made(res.depth, gt, res.mask, res.loose, inp.camera.perspective)
@@ -293,9 +294,11 @@ def _prior_alone_record(prior, inp, gt, object_id, names, t_load) -> dict:
     err = (align_objects(est, gt, inp.mask, object_id, persp, names) if object_id is not None
            else align_and_errors(est, gt, inp.mask, persp))
     rec = {"status": "ok", "made_mm": err["made"], "median_mm": err["median"], "p95_mm": err["p95"],
-           "rmse_mm": err["rmse"], "abs_made_mm": absolute_made(est, gt, inp.mask), "seconds": 0.0,
+           "rmse_mm": err["rmse"], "seconds": 0.0,
            "stages": {"load": t_load}, "pixels": int(inp.mask.sum()), "eval_pixels": err["pixels"],
            "missing_pixels": err["missing"], "perspective": bool(persp), "prior": prior.describe()}
+    if prior.kind == "absolute":
+        rec["abs_made_mm"] = absolute_made(est, gt, inp.mask)
     if "objects" in err:
         rec["objects"] = err["objects"]
     return rec
