@@ -28,7 +28,7 @@ from .prior import OUTLIER_SIGMAS, DepthPrior, as_prior, fit_relative, prior_rep
 from .scale import check_scale, depth_pins, fix_scale, from_prior, pin
 from .solvers.backend import Backend, choose_backend
 from .solvers.linear import AMGCache
-from .solvers.pieces import free_pieces, loose_pieces, split_pieces, weighted_median
+from .solvers.pieces import cut_pieces, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
 from .solvers.rounds import RoundsResult, run_rounds
 from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
@@ -267,8 +267,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         discontinuity = weights_to_discontinuity(weights, system.n)
     prior = run.prior
     if prior is not None and prior.kind == "relative":
-        # the pieces it placed are reported as the prior's (Result.loose_pieces)
-        z, prior, weights = fuse_relative(run, z, weights)
+        z, prior = fuse_relative(run, z, weights)
     pins = depth_pins(depth_at)
     pinned = {}
     if len(pins) > 1:
@@ -314,44 +313,19 @@ def _in_result_frame(fitted: DepthPrior, depth: np.ndarray, zimg: np.ndarray, in
 
 
 def fuse_relative(run: MethodRun, z: np.ndarray, weights) -> tuple:
-    """(z, fitted prior, weights): a relative depth prior fitted to the result z by an
-    affine map of depth (:func:`~fnin_cli.prior.fit_relative`) on the result's main piece
-    (whose shape the normals fix), then one solve with the fitted prior's term
-    (:meth:`~fnin_cli.prior.DepthPrior.relative_term`) and its prior lam towards z, started
-    at z. A piece joined to the rest only where one side's normal is extrapolated
-    (:func:`~fnin_cli.solvers.pieces.split_pieces`) is cut loose for that solve, and so
-    placed by the prior, where the prior puts it more than
-    :data:`~fnin_cli.prior.OUTLIER_SIGMAS` of its sigma away (docs/decisions.md#depth-prior);
-    the weights returned carry those cuts."""
+    """(z, fitted prior): a relative depth prior fitted to the result z by an affine map of
+    depth (:func:`~fnin_cli.prior.fit_relative`) on the result's main piece (whose shape the
+    normals fix), then one solve with the result's weights, its prior lam towards z and the
+    fitted prior's term (:meth:`~fnin_cli.prior.DepthPrior.relative_term`), started at z."""
     system, camera = run.system, run.system.camera
-    labels, _ = split_pieces(system, weights)
     zimg = system.to_image(z)
-    main = system.to_image((labels == 0).astype(float), fill=0.0) > 0
+    main = system.to_image((cut_pieces(system, weights)[0] == 0).astype(float), fill=0.0) > 0
     fitted, _ = fit_relative(run.prior, np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
-    prior_term = fitted.relative_term(system.mask, camera)
-    weights = free_pieces(system, weights, labels, _prior_moves(prior_term, z, labels, fitted, camera))
-    term = DataTerm(run.lam, z).plus(prior_term)
+    term = DataTerm(run.lam, z).plus(fitted.relative_term(system.mask, camera))
     # the rounds' AMG hierarchy, refreshed for this matrix, where there is one
     z, _ = system.solve(weights, term, x0=z, method=run.args.backend.linear, rtol=run.config.one_shot.solve_rtol,
                         hierarchy=run.hierarchy)
-    return z, fitted, weights
-
-
-def _prior_moves(prior_term: DataTerm, z: np.ndarray, labels: np.ndarray, fitted: DepthPrior,
-                 camera: Camera) -> np.ndarray:
-    """Per piece label (0 .. max): True where the prior's weighted median offset from z
-    over the piece is beyond OUTLIER_SIGMAS of the prior's sigma (in z's units); never
-    for the main piece (label 0) or a piece the prior does not cover."""
-    n = int(labels.max()) + 1
-    moves = np.zeros(max(n, 1), bool)
-    has = prior_term.weight > 0
-    sigma = fitted.sigma / float(np.nanmedian(fitted.depth)) if camera.perspective else fitted.sigma
-    for k in range(1, n):
-        on = (labels == k) & has
-        if on.any():
-            shift = weighted_median(prior_term.target[on] - z[on], prior_term.weight[on])
-            moves[k] = abs(shift) > OUTLIER_SIGMAS * sigma
-    return moves
+    return z, fitted
 
 
 def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,

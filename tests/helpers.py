@@ -126,9 +126,9 @@ def step_surface(cam: Camera, gap: float = 40.0) -> tuple[analytic.Surface, np.n
 def rim_step_surface(cam: Camera, gap: float = 80.0, rim: int = 8, bend: float = 0.25) -> tuple:
     """Two sheets across a jump along STEP_COL, the left one bending away over its last
     ``rim`` columns (its slope there grows to 2 ``bend`` ``rim`` footprints a pixel), the
-    right one ``gap`` footprints farther. BiNI's weights join them one-sidedly: the rim's
-    steep normal, extrapolated across the jump, sets the right sheet's depth, wrongly.
-    Returns the surface and the 'right side' map."""
+    right one ``gap`` footprints farther: the normals cannot place the right sheet (in
+    perspective BiNI's weights join it one-sidedly, the rim's steep normal extrapolated
+    across the jump). Returns the surface and the 'right side' map."""
     h, w = SHAPE
     z0 = 10.0 if cam.perspective else 50.0
     px = z0 / F if cam.perspective else cam.pixel_size

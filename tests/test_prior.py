@@ -96,34 +96,29 @@ def test_relative_prior_is_fitted_by_an_affine_map_and_the_result_stays_relative
     assert abs(np.median(free[right]) / np.median(free[inp.mask & ~right]) - 1) > 0.05
 
 
-@pytest.mark.parametrize("kind, gap, free_off, tol", [("persp", 80.0, 0.3, 0.08), ("ortho", 40.0, 15.0, 1.5)])
-def test_a_relative_prior_places_a_sheet_that_one_extrapolated_normal_held(kind, gap, free_off, tol):
-    """The right sheet is joined to the left only where the left's bending rim, trusted
-    on one side, is extrapolated across the jump: not a loose piece for the normals, and
-    far off. A smooth relative prior (blurred, affine-mapped) puts it back, and the piece
-    it placed is listed as the prior's. Regressions: the fuse kept one-sided joins (persp
-    off by 38%); orthographic fits dropped every mapped depth <= 0 (ortho off by 17 units)."""
+def test_an_orthographic_relative_prior_places_a_loose_sheet():
+    """Orthographic: the right sheet, cut loose at the jump beside the left's bending rim,
+    sits 18 units off without a prior; a smooth relative prior (blurred, affine-mapped)
+    puts it back, and the piece is listed as the prior's. Regression: the fit dropped
+    every mapped depth <= 0 (orthographic depth has any offset), half the prior, and the
+    sheet stayed 17 units off."""
     from scipy.ndimage import gaussian_filter
 
-    cam = camera(kind)
-    surf, side = rim_step_surface(cam, gap)
-    inp = build_input(surf.normals, None, surf.support, cam.K if cam.perspective else None,
-                      pixel_size=None if cam.perspective else cam.pixel_size)
+    cam = camera("ortho")
+    surf, side = rim_step_surface(cam, 40.0)
+    inp = build_input(surf.normals, None, surf.support, None, pixel_size=cam.pixel_size)
     gt, right = surf.depth, side & surf.support
     blur = gaussian_filter(np.where(inp.mask, gt, 0.0), 2.0) / gaussian_filter(inp.mask.astype(float), 2.0)
     prior = DepthPrior(0.7 * blur + 3.0, inp.mask.astype(float), 0.1, kind="relative")
 
-    def offset(res):          # the right sheet against the left: scale - 1 (persp), shift (ortho)
-        if cam.perspective:
-            ratio = res.depth / gt
-            return float(np.median(ratio[right]) / np.median(ratio[inp.mask & ~right]) - 1)
+    def offset(res):          # the right sheet's shift against the left's
         diff = res.depth - gt
         return float(np.median(diff[right]) - np.median(diff[inp.mask & ~right]))
 
     res = integrate(inp, depth_prior=prior)
-    assert abs(offset(res)) < tol
+    assert abs(offset(res)) < 1.5
     assert any(p["placed"] == "depth prior" and p["pixels"] > 1000 for p in res.loose_pieces)
-    assert abs(offset(integrate(inp))) > free_off            # without it: far off
+    assert abs(offset(integrate(inp))) > 15.0                 # without it: far off
 
 
 def test_an_orthographic_relative_fit_keeps_depths_at_or_below_zero():

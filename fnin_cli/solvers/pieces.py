@@ -214,42 +214,6 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
     return z, moved
 
 
-def split_pieces(system: NormalSystem, weights: dict, threshold: float = CUT_WEIGHT,
-                 min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
-    """(labels, sizes): the pieces of :func:`cut_pieces` with ``mutual``: an edge that only
-    one side trusts (one normal extrapolated across it) bounds a piece too; pieces under
-    ``min_pixels`` get label -1 (they stay joined to whatever holds them)."""
-    labels, sizes, _ = cut_pieces(system, weights, threshold, mutual=True)
-    labels = np.where(sizes[labels] >= min_pixels, labels, -1)
-    return labels, sizes
-
-
-def free_pieces(system: NormalSystem, weights: dict, labels: np.ndarray, free: np.ndarray) -> dict:
-    """``weights`` with every edge between a piece whose ``free[label]`` is True and any
-    other label cut (both weights 0): a data term alone then places that piece.
-
-    Examples
-    --------
-    >>> from fnin_cli.camera import Camera
-    >>> flat = np.dstack([np.zeros((1, 4, 2)), -np.ones((1, 4, 1))])
-    >>> s = NormalSystem(flat, np.ones((1, 4), bool), Camera(None, 1.0))
-    >>> w = {"u-": np.array([0.0, 1.0, 0.0, 1.0]), "u+": np.array([1.0, 1.0, 1.0, 0.0]),
-    ...      "v-": np.full(4, 0.5), "v+": np.full(4, 0.5)}
-    >>> labels, sizes = split_pieces(s, w, min_pixels=2)
-    >>> labels.tolist()
-    [0, 0, 1, 1]
-    >>> cut = free_pieces(s, w, labels, np.array([False, True]))
-    >>> cut["u+"].tolist(), cut["u-"].tolist()
-    ([1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0])
-    """
-    out = {key: np.array(w, np.float64, copy=True) for key, w in weights.items()}
-    is_free = np.append(free, False)[labels]        # label -1 (small pieces): never free
-    for axis, p, q in _edges(system):
-        cut = (labels[p] != labels[q]) & (is_free[p] | is_free[q])
-        out[axis + "+"][p[cut]] = 0.0
-        out[axis + "-"][q[cut]] = 0.0
-    return out
-
 ISLAND = "an island of the mask: no edge joins it, only the solve's weak prior placed it"
 
 
