@@ -217,3 +217,30 @@ def test_cli_json_lists_loose_pieces_and_depth_at_repeats(tmp_path):
     r = invoke(["integrate", nfile, "--ortho", "--method", "wls", "--out-dir", tmp_path / "o2", "--format", "npy",
                 "--depth-at", "24,20,1", "--depth-at", "24,21,2"])
     assert r.exit_code != 0 and "one piece" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_sheet_held_by_one_extrapolated_normal_is_listed_and_pins_on_its_own():
+    """Perspective: the two sheets meet only where the left's bending rim, trusted on one
+    side, is extrapolated across the jump; their scales differ by 39%. Nothing was listed
+    (no edge is cut both ways): now the pieces off the largest are, as held by an
+    extrapolated normal, and one --depth-at each places them (issue 43: what the normals
+    cannot place is said, per piece)."""
+    from helpers import camera, rim_step_surface
+
+    cam = camera("persp")
+    surf, side = rim_step_surface(cam, 80.0)
+    inp = build_input(surf.normals, None, surf.support, cam.K)
+    right = side & surf.support
+    res = integrate(inp)
+    ratio = res.depth / surf.depth
+    assert abs(np.median(ratio[right]) / np.median(ratio[inp.mask & ~right]) - 1) > 0.3
+    held = res.loose_pieces
+    assert held and all(p["placed"] == pieces.EXTRAPOLATED for p in held)
+    listed = res.loose > 0
+    assert (listed & ~right).sum() == (inp.mask & ~right).sum() and not (listed & right).any()
+    first = np.argwhere(right)[len(np.argwhere(right)) // 2]
+    pins = [(int(first[0]), int(first[1]), float(surf.depth[tuple(first)]))]
+    pins += [(r, c, float(surf.depth[r, c])) for r, c in (p["pixel"] for p in held)]
+    pinned = integrate(inp, depth_at=pins)
+    rel = np.abs(pinned.depth / surf.depth - 1)
+    assert np.nanmedian(rel[right]) < 0.01 and np.nanmedian(rel[inp.mask & ~right]) < 0.01

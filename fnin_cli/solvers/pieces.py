@@ -215,29 +215,64 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
 
 
 ISLAND = "an island of the mask: no edge joins it, only the solve's weak prior placed it"
+EXTRAPOLATED = "by one side's normals extrapolated across a jump"
 
 
 def loose_pieces(system: NormalSystem, weights: dict | None, threshold: float = CUT_WEIGHT,
                  min_pixels: int = REPORT_MIN_PIXELS, placed: str = "by the method") -> list:
     """The pieces other than the main one with at least ``min_pixels`` pixels, largest
-    first: dicts with ``id`` (1, 2, ...), ``pixels``, ``share`` (of the mask), ``pixel``
-    (row, col of one of its pixels, to pin with ``--depth-at``), ``cut_edges`` (edges
-    cut between it and other pieces; 0: an island of the mask), ``placed`` (how its
-    offset was set: ``placed`` for a cut piece, :data:`ISLAND` for an island)
-    and ``labels`` (an (n,) bool of its pixels; not for JSON)."""
-    labels, sizes, cuts = cut_pieces(system, weights, threshold)
+    first, the pieces those of :func:`cut_pieces` with ``mutual``: a piece joined to the
+    rest only across cuts, or only where one side's normal is extrapolated across a jump
+    (one weight trusts the edge, the other does not), is one the normals cannot place.
+    Dicts with ``id`` (1, 2, ...), ``pixels``, ``share`` (of the mask), ``pixel`` (row,
+    col of one of its pixels, to pin with ``--depth-at``), ``cut_edges`` (edges between it
+    and other pieces; 0: an island of the mask), ``placed`` (how its offset was set:
+    ``placed`` for a piece cut all round, :data:`EXTRAPOLATED` for one held by one-sided
+    edges, :data:`ISLAND` for an island) and ``labels`` (an (n,) bool of its pixels; not
+    for JSON)."""
+    labels, sizes, cuts = cut_pieces(system, weights, threshold, mutual=True)
+    both, _, both_cuts = cut_pieces(system, weights, threshold)   # pieces no edge holds either way
+    big = sizes[labels] >= min_pixels
     out = []
     rows, cols = np.nonzero(system.mask)
     for k in range(1, len(sizes)):
         if sizes[k] < min_pixels:
             break
         members = labels == k
-        i = int(np.flatnonzero(members)[len(np.flatnonzero(members)) // 2])
-        how = placed if cuts[k] else ISLAND
+        at = np.flatnonzero(members)
+        i = int(at[len(at) // 2])
+        whole = both == both[i]
+        if np.unique(labels[whole & big]).size > 1:      # one-sided edges join it to another piece
+            how, edges = EXTRAPOLATED, int(cuts[k])
+        elif both_cuts[both[i]] == 0:
+            how, edges = ISLAND, 0
+        else:
+            how, edges = placed, int(cuts[k])
         out.append({"id": k, "pixels": int(sizes[k]), "share": float(sizes[k] / system.n),
-                    "pixel": [int(rows[i]), int(cols[i])], "cut_edges": int(cuts[k]),
+                    "pixel": [int(rows[i]), int(cols[i])], "cut_edges": edges,
                     "placed": how, "labels": members})
     return out
+
+
+def _pin_labels(system: NormalSystem, weights: dict | None, threshold: float) -> tuple:
+    """(labels, sizes) of the pieces a pin moves: :func:`loose_pieces`' (``mutual``), each
+    smaller one (under REPORT_MIN_PIXELS) going with the largest piece of those that
+    share its piece under plain cuts (a sliver of a pinned island's rim moves with it)."""
+    labels, sizes, _ = cut_pieces(system, weights, threshold, mutual=True)
+    both = cut_pieces(system, weights, threshold)[0]
+    small = sizes[labels] < REPORT_MIN_PIXELS
+    if small.any():
+        # per plain piece, its lowest mutual label among the large ones (labels run largest first)
+        none = np.iinfo(np.int64).max
+        first = np.full(int(both.max()) + 1, none)
+        np.minimum.at(first, both[~small], labels[~small])
+        has = first[both[small]] != none
+        moved = labels[small].copy()
+        moved[has] = first[both[small]][has]
+        labels = labels.copy()
+        labels[small] = moved
+        sizes = np.bincount(labels, minlength=sizes.size)
+    return labels, sizes
 
 
 def pin_pieces(system: NormalSystem, z: np.ndarray, weights: dict | None, pins, threshold: float = CUT_WEIGHT):
@@ -245,7 +280,7 @@ def pin_pieces(system: NormalSystem, z: np.ndarray, weights: dict | None, pins, 
     the pin's. ``pins``: [(row, col, unknown)] (the unknown: log-depth or depth); one pin
     per piece (a second pin on a piece raises ``ValueError`` naming both). Returns
     (z, [(pin index, piece label, pixels)])."""
-    labels, sizes, _ = cut_pieces(system, weights, threshold)
+    labels, sizes = _pin_labels(system, weights, threshold)
     z = np.array(z, np.float64, copy=True)
     seen, done = {}, []
     for i, (r, c, target) in enumerate(pins):
