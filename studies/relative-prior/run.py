@@ -1,0 +1,214 @@
+"""relative-prior: the shipped fuse of a relative depth prior against candidates (README.md).
+
+Each case runs the default once (method and rounds, the product's); every fuse is then one
+more solve from the same rounds' result, scored as `fnin bench` scores (median scale or
+offset, objects aligned one by one on mesh scenes).
+
+    PYTHONPATH=$PWD python studies/relative-prior/run.py --sets meshes,real-like,diligent \
+        --fuses shipped,split,... --out studies/relative-prior/results/NAME.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from fnin_cli.bench.cases import align_and_errors, align_objects, resolve_cases
+from fnin_cli.bench.priors import case_seed, make_prior
+from fnin_cli.pipeline import fuse_relative, run_method
+from fnin_cli.prior import OUTLIER_SIGMAS, fit_relative
+from fnin_cli.solvers.pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, cut_pieces, weighted_median
+from fnin_cli.solvers.rounds import run_rounds
+from fnin_cli.solvers.system import DataTerm
+
+SETS = {"diligent": ("diligent", dict(data="/work/shared/data/diligent")),
+        "meshes": ("meshes", dict(meshes="/work/shared/data/meshes")),
+        "real-like": ("meshes", dict(meshes="/work/shared/data/meshes", noise="real-like"))}
+
+
+# ------------------------------------------------------------------ the candidates' pieces
+
+def mutual_pieces(system, weights):
+    """Pieces of cut_pieces(mutual=True); pieces under REPORT_MIN_PIXELS get -1."""
+    labels, sizes, _ = cut_pieces(system, weights, CUT_WEIGHT, mutual=True)
+    return np.where(sizes[labels] >= REPORT_MIN_PIXELS, labels, -1)
+
+
+def cut_free(system, weights, labels, free):
+    """weights with every edge between a free piece and another large piece cut (edges to
+    pieces under REPORT_MIN_PIXELS, label -1, stay: candidate 1, c066fbc)."""
+    out = {k: np.array(w, np.float64, copy=True) for k, w in weights.items()}
+    is_free = np.append(free, False)[labels]
+    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
+        cut = (labels[p] != labels[q]) & (is_free[p] | is_free[q]) & (labels[p] >= 0) & (labels[q] >= 0)
+        out[axis + "+"][p[cut]] = 0.0
+        out[axis + "-"][q[cut]] = 0.0
+    return out
+
+
+def fitted_term(run, z, labels):
+    system, camera = run.system, run.system.camera
+    zimg = system.to_image(z)
+    main = system.to_image((labels == 0).astype(float), fill=0.0) > 0
+    fitted, _ = fit_relative(run.prior, np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
+    return fitted, fitted.relative_term(system.mask, camera)
+
+
+def solve(run, z, weights, term):
+    z2, _ = run.system.solve(weights, DataTerm(run.lam, z).plus(term), x0=z, method="amg",
+                             rtol=run.config.one_shot.solve_rtol)
+    return z2
+
+
+# ------------------------------------------------------------------ the fuses
+
+def fuse_shipped(run, z, weights):
+    return fuse_relative(run, z, weights)[0]
+
+
+def fuse_split(run, z, weights):
+    """Candidate 1: every piece of the mutual cuts cut loose, the prior places each."""
+    labels = mutual_pieces(run.system, weights)
+    _, term = fitted_term(run, z, labels)
+    n = int(labels.max()) + 1
+    return solve(run, z, cut_free(run.system, weights, labels, np.arange(n) > 0), term)
+
+
+def masked_blur(img, mask, sigma):
+    """The mask-normalised Gaussian blur of ``img`` (NaN-free inside ``mask``)."""
+    from scipy.ndimage import gaussian_filter
+
+    if sigma <= 0:
+        return np.where(mask, img, 0.0)
+    num = gaussian_filter(np.where(mask, img, 0.0), sigma, mode="nearest")
+    den = gaussian_filter(mask.astype(float), sigma, mode="nearest")
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 1e-9)
+
+
+def prior_blur(target_img, z_img, main, has, sigmas):
+    """(sigma, a, b): the blur under which a z ~ the prior (affine, least squares on the
+    main piece's pixels with a prior value) fits best, from a geometric ladder."""
+    best = None
+    on = main & has
+    for s in sigmas:
+        bz = masked_blur(z_img, main | has, s)[on]
+        t = target_img[on]
+        A = np.stack([bz, np.ones(bz.size)], 1)
+        (a, b), *_ = np.linalg.lstsq(A, t, rcond=None)
+        r = np.median(np.abs(a * bz + b - t))
+        if best is None or r < best[0]:
+            best = (r, s, a, b)
+    return best[1:]
+
+
+def fuse_deblur(run, z, weights):
+    """Candidate 3: the prior speaks at its own resolution. Its blur is estimated (the
+    Gaussian under which the result's main piece best fits it); the shifts of the mutual
+    pieces are fitted so that the *blurred* shifted result matches the prior (least squares,
+    all pieces at once); a piece moves where its shift is beyond OUTLIER_SIGMAS standard
+    errors; then one solve with those pieces cut loose and the prior's target de-blurred
+    (the shifted result plus the prior's residual from its blurred version)."""
+    system, camera = run.system, run.system.camera
+    labels = mutual_pieces(system, weights)
+    fitted, term = fitted_term(run, z, labels)
+    has_img = system.to_image((term.weight > 0).astype(float), fill=0.0) > 0
+    t_img = system.to_image(term.target, fill=0.0)
+    z_img = system.to_image(z, fill=0.0)
+    mask = system.mask
+    main = system.to_image((labels == 0).astype(float), fill=0.0) > 0
+    long_side = max(mask.shape)
+    sigmas = [0.0] + [float(2 ** i) for i in range(int(np.log2(long_side / 4)) + 1)]
+    sigma, a, b = prior_blur(t_img, z_img, main, has_img, sigmas)
+    n = int(labels.max()) + 1
+    zs = z.copy()
+    free = np.zeros(max(n, 1), bool)
+    if n > 1:
+        lab_img = system.to_image(labels.astype(float), fill=-1.0).astype(int)
+        # prior ~ a B(z + sum_k s_k 1_k) + b: columns a B(1_k)
+        cols = [a * masked_blur((lab_img == k).astype(float), mask, sigma)[has_img] for k in range(1, n)]
+        X = np.stack(cols, 1)
+        y = (t_img - (a * masked_blur(z_img, mask, sigma) + b))[has_img]
+        shifts, *_ = np.linalg.lstsq(X, y, rcond=None)
+        res = y - X @ shifts
+        # standard errors with one independent sample per blur footprint (the residual is smooth)
+        footprint = max(1.0, 2 * np.pi * sigma ** 2)
+        s2 = float(np.mean(res ** 2)) * footprint
+        cov = np.linalg.pinv(X.T @ X) * s2
+        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+        for k in range(1, n):
+            if abs(shifts[k - 1]) > OUTLIER_SIGMAS * se[k - 1]:
+                free[k] = True
+                zs[labels == k] += shifts[k - 1]
+    zs_img = system.to_image(zs, fill=0.0)
+    resid = t_img - (a * masked_blur(zs_img, mask, sigma) + b)
+    target = (zs_img + resid / a)[mask]
+    deblurred = DataTerm(term.weight, target)
+    return solve(run, zs, cut_free(system, weights, labels, free), deblurred)
+
+
+FUSES = {"shipped": fuse_shipped, "split": fuse_split, "deblur": fuse_deblur}
+
+
+# ------------------------------------------------------------------ running
+
+def score(case, z_img, inp, gt):
+    depth = np.exp(z_img) if inp.camera.perspective else z_img
+    object_id, names = case.object_ids()
+    if object_id is not None:
+        return align_objects(depth, gt, inp.mask, object_id, inp.camera.perspective, names)["made"]
+    return align_and_errors(depth, gt, inp.mask, inp.camera.perspective)["made"]
+
+
+def run_case(case, fuses, seed=0):
+    inp, gt = case.load()
+    prior = make_prior("relative", gt, inp, case_seed(seed, case.name)).on_mask(inp.mask)
+    run = run_method(inp, prior=prior)
+    rounds = run_rounds(run.system, run.out.z, run.out.edge_p, run.args.term(run.out.z), run.config, run.rounds,
+                        run.out.backend, run.hierarchy)
+    out = {"noprior": score(case, run.system.to_image(rounds.z), inp, gt)}
+    for name in fuses:
+        t = time.perf_counter()
+        z = FUSES[name](run, rounds.z, rounds.weights)
+        out[name] = score(case, run.system.to_image(z), inp, gt)
+        out[name + "_s"] = time.perf_counter() - t
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sets", default="meshes,real-like,diligent")
+    ap.add_argument("--fuses", default="shipped,split")
+    ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    fuses = args.fuses.split(",")
+    only = set(filter(None, args.cases.split(",")))
+    out = {}
+    with threadpool_limits(1):
+        import torch
+
+        torch.set_num_threads(1)
+        for s in args.sets.split(","):
+            source, kw = SETS[s]
+            _, cases = resolve_cases(source, **kw)
+            rec = {}
+            for case in cases:
+                if only and case.name not in only:
+                    continue
+                rec[case.name] = run_case(case, fuses)
+                print(s, case.name, {k: round(v, 4) for k, v in rec[case.name].items() if not k.endswith("_s")},
+                      flush=True)
+            keys = ["noprior"] + fuses
+            out[s] = {"cases": rec, "mean": {k: float(np.mean([r[k] for r in rec.values()])) for k in keys}}
+            print(s, {k: round(v, 4) for k, v in out[s]["mean"].items()}, flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
