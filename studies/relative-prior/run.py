@@ -78,76 +78,14 @@ def fuse_split(run, z, weights):
     return solve(run, z, cut_free(run.system, weights, labels, np.arange(n) > 0), term)
 
 
-def masked_blur(img, mask, sigma):
-    """The mask-normalised Gaussian blur of ``img`` (NaN-free inside ``mask``)."""
-    from scipy.ndimage import gaussian_filter
-
-    if sigma <= 0:
-        return np.where(mask, img, 0.0)
-    num = gaussian_filter(np.where(mask, img, 0.0), sigma, mode="nearest")
-    den = gaussian_filter(mask.astype(float), sigma, mode="nearest")
-    return np.divide(num, den, out=np.zeros_like(num), where=den > 1e-9)
-
-
-def prior_blur(target_img, z_img, main, has, sigmas):
-    """(sigma, a, b): the blur under which a z ~ the prior (affine, least squares on the
-    main piece's pixels with a prior value) fits best, from a geometric ladder."""
-    best = None
-    on = main & has
-    for s in sigmas:
-        bz = masked_blur(z_img, main | has, s)[on]
-        t = target_img[on]
-        A = np.stack([bz, np.ones(bz.size)], 1)
-        (a, b), *_ = np.linalg.lstsq(A, t, rcond=None)
-        r = np.median(np.abs(a * bz + b - t))
-        if best is None or r < best[0]:
-            best = (r, s, a, b)
-    return best[1:]
-
-
 def fuse_deblur(run, z, weights):
-    """Candidate 3: the prior speaks at its own resolution. Its blur is estimated (the
-    Gaussian under which the result's main piece best fits it); the shifts of the mutual
-    pieces are fitted so that the *blurred* shifted result matches the prior (least squares,
-    all pieces at once); a piece moves where its shift is beyond OUTLIER_SIGMAS standard
-    errors; then one solve with those pieces cut loose and the prior's target de-blurred
-    (the shifted result plus the prior's residual from its blurred version)."""
-    system, camera = run.system, run.system.camera
-    labels = mutual_pieces(system, weights)
-    fitted, term = fitted_term(run, z, labels)
-    has_img = system.to_image((term.weight > 0).astype(float), fill=0.0) > 0
-    t_img = system.to_image(term.target, fill=0.0)
-    z_img = system.to_image(z, fill=0.0)
-    mask = system.mask
-    main = system.to_image((labels == 0).astype(float), fill=0.0) > 0
-    long_side = max(mask.shape)
-    sigmas = [0.0] + [float(2 ** i) for i in range(int(np.log2(long_side / 4)) + 1)]
-    sigma, a, b = prior_blur(t_img, z_img, main, has_img, sigmas)
-    n = int(labels.max()) + 1
-    zs = z.copy()
-    free = np.zeros(max(n, 1), bool)
-    if n > 1:
-        lab_img = system.to_image(labels.astype(float), fill=-1.0).astype(int)
-        # prior ~ a B(z + sum_k s_k 1_k) + b: columns a B(1_k)
-        cols = [a * masked_blur((lab_img == k).astype(float), mask, sigma)[has_img] for k in range(1, n)]
-        X = np.stack(cols, 1)
-        y = (t_img - (a * masked_blur(z_img, mask, sigma) + b))[has_img]
-        shifts, *_ = np.linalg.lstsq(X, y, rcond=None)
-        res = y - X @ shifts
-        # standard errors with one independent sample per blur footprint (the residual is smooth)
-        footprint = max(1.0, 2 * np.pi * sigma ** 2)
-        s2 = float(np.mean(res ** 2)) * footprint
-        cov = np.linalg.pinv(X.T @ X) * s2
-        se = np.sqrt(np.clip(np.diag(cov), 0, None))
-        for k in range(1, n):
-            if abs(shifts[k - 1]) > OUTLIER_SIGMAS * se[k - 1]:
-                free[k] = True
-                zs[labels == k] += shifts[k - 1]
-    zs_img = system.to_image(zs, fill=0.0)
-    resid = t_img - (a * masked_blur(zs_img, mask, sigma) + b)
-    target = (zs_img + resid / a)[mask]
-    deblurred = DataTerm(term.weight, target)
-    return solve(run, zs, cut_free(system, weights, labels, free), deblurred)
+    """Candidate 3: fnin_cli.relative.fuse_relative (README.md)."""
+    from fnin_cli.relative import fuse_relative as fuse
+
+    def solve_with(w, term, x0):
+        return run.system.solve(w, term, x0=x0, method="amg", rtol=run.config.one_shot.solve_rtol)
+
+    return fuse(run.system, z, weights, run.prior, run.lam, solve_with)[0]
 
 
 FUSES = {"shipped": fuse_shipped, "split": fuse_split, "deblur": fuse_deblur}
