@@ -66,30 +66,33 @@ def masked_blur(img: np.ndarray, weight: np.ndarray, sigma: float) -> np.ndarray
 
 
 def fit_blur(target: np.ndarray, z: np.ndarray, z_weight: np.ndarray, fit: np.ndarray) -> tuple:
-    """(sigma, a, b): the blur (0 or 1, 2, 4, ... grid cells, up to a quarter of the grid)
-    under which ``target ~ a blur(z) + b`` fits best on the cells ``fit`` (least absolute
-    residual after a least-squares fit), ``z`` blurred with its weights ``z_weight``."""
+    """(sigma, b): the blur (0 or 1, 2, 4, ... grid cells, up to a quarter of the grid)
+    under which ``target ~ blur(z) + b`` fits best on the cells ``fit`` (least median
+    absolute residual, b their median), ``z`` blurred with its weights ``z_weight``. The
+    slope is 1: ``target`` is a prior already mapped onto z by
+    :func:`~fnin_cli.prior.fit_relative`, and a least-squares map of z onto a blurred z
+    has slope 1 (a slope fitted here can collapse towards 0 where the prior hardly varies
+    with z, and the de-blurred target divides by it)."""
     best = None
     sigmas = [0.0] + [float(2 ** i) for i in range(int(np.log2(max(max(z.shape) / 4, 1))) + 1)]
     t = target[fit]
     for s in sigmas:
-        bz = masked_blur(z, z_weight, s)[fit]
-        A = np.stack([bz, np.ones(bz.size)], 1)
-        (a, b), *_ = np.linalg.lstsq(A, t, rcond=None)
-        r = float(np.median(np.abs(a * bz + b - t)))
+        diff = t - masked_blur(z, z_weight, s)[fit]
+        b = float(np.median(diff))
+        r = float(np.median(np.abs(diff - b)))
         if best is None or r < best[0]:
-            best = (r, s, float(a), float(b))
+            best = (r, s, b)
     return best[1:]
 
 
-def piece_shifts(target, t_weight, z, z_weight, pieces, sigma, a, b) -> np.ndarray:
+def piece_shifts(target, t_weight, z, z_weight, pieces, sigma, b) -> np.ndarray:
     """Per piece (``pieces``: grid cells' share of each piece, (k, H, W)), the shift that
-    the prior asks for (least squares: ``target ~ a blur(z + sum_k s_k piece_k) + b`` on
+    the prior asks for (least squares: ``target ~ blur(z + sum_k s_k piece_k) + b`` on
     the cells with prior weight), 0 where it is within OUTLIER_SIGMAS standard errors (one
     independent residual per blur footprint, 2 pi sigma^2 cells)."""
     has = t_weight > 0
-    X = np.stack([a * masked_blur(p, z_weight, sigma)[has] for p in pieces], 1)
-    y = (target - a * masked_blur(z, z_weight, sigma) - b)[has]
+    X = np.stack([masked_blur(p, z_weight, sigma)[has] for p in pieces], 1)
+    y = (target - masked_blur(z, z_weight, sigma) - b)[has]
     w = t_weight[has] / t_weight[has].mean()
     sw = np.sqrt(w)
     shifts, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
@@ -143,23 +146,22 @@ def fuse_relative(system: NormalSystem, z: np.ndarray, weights: dict, prior: Dep
     z_c, z_w = block_means(zimg, mask.astype(float), d)
     t_c, t_w = block_means(timg, has, d)
     main_c, _ = block_means(main.astype(float), mask.astype(float), d)
-    sigma, a, b = fit_blur(t_c, z_c, z_w, (t_w > 0) & (main_c >= 0.5))
+    sigma, b = fit_blur(t_c, z_c, z_w, (t_w > 0) & (main_c >= 0.5))
     n = int(labels.max()) + 1
     moved = np.zeros(max(n, 1), bool)
     z = np.array(z, np.float64, copy=True)
-    if n > 1 and abs(a) > 0:
+    if n > 1:
         lab_img = system.to_image(labels.astype(float), fill=-1.0)
         pieces = [block_means((lab_img == k).astype(float), mask.astype(float), d)[0] for k in range(1, n)]
-        shifts = piece_shifts(t_c, t_w, z_c, z_w, pieces, sigma, a, b)
+        shifts = piece_shifts(t_c, t_w, z_c, z_w, pieces, sigma, b)
         for k in np.flatnonzero(shifts) + 1:
             moved[k] = True
             z[labels == k] += shifts[k - 1]
-    if abs(a) > 0:
-        # the de-blurred target: the shifted result plus the prior's residual from its blur
-        zs_c, _ = block_means(system.to_image(z, fill=0.0), mask.astype(float), d)
-        resid = (t_c - a * masked_blur(zs_c, z_w, sigma) - b) / a
-        target = z + _upsample(resid, d, mask.shape)[mask]
-        term = DataTerm(term.weight, np.where(term.weight > 0, target, 0.0))
+    # the de-blurred target: the shifted result plus the prior's residual from its blur
+    zs_c, _ = block_means(system.to_image(z, fill=0.0), mask.astype(float), d)
+    resid = t_c - masked_blur(zs_c, z_w, sigma) - b
+    target = z + _upsample(resid, d, mask.shape)[mask]
+    term = DataTerm(term.weight, np.where(term.weight > 0, target, 0.0))
     weights = cut_moved(system, weights, labels, moved)
     z, _ = solve(weights, DataTerm(lam, z).plus(term), z)
     return z, fitted, weights
