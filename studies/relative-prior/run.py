@@ -19,9 +19,9 @@ from threadpoolctl import threadpool_limits
 
 from fnin_cli.bench.cases import align_and_errors, align_objects, resolve_cases
 from fnin_cli.bench.priors import case_seed, make_prior
-from fnin_cli.pipeline import fuse_relative, run_method
-from fnin_cli.prior import OUTLIER_SIGMAS, fit_relative
-from fnin_cli.solvers.pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, cut_pieces, weighted_median
+from fnin_cli.pipeline import run_method
+from fnin_cli.prior import fit_relative
+from fnin_cli.solvers.pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, cut_pieces
 from fnin_cli.solvers.rounds import run_rounds
 from fnin_cli.solvers.system import DataTerm
 
@@ -69,7 +69,13 @@ def solve(run, z, weights, term):
 # ------------------------------------------------------------------ the fuses
 
 def fuse_shipped(run, z, weights):
-    return fuse_relative(run, z, weights)[0]
+    """The fuse shipped before candidate 5 (7c09e02): fitted on the main piece of the plain
+    cuts, one solve with the rounds' weights and the fitted prior's term."""
+    system, camera = run.system, run.system.camera
+    zimg = system.to_image(z)
+    main = system.to_image((cut_pieces(system, weights)[0] == 0).astype(float), fill=0.0) > 0
+    fitted, _ = fit_relative(run.prior, np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
+    return solve(run, z, weights, fitted.relative_term(system.mask, camera))
 
 
 def fuse_split(run, z, weights):
@@ -81,7 +87,7 @@ def fuse_split(run, z, weights):
 
 
 def fuse_deblur(run, z, weights):
-    """Candidate 3: fnin_cli.relative.fuse_relative (README.md)."""
+    """Candidates 3-5: fnin_cli.relative.fuse_relative (README.md)."""
     from fnin_cli.relative import fuse_relative as fuse
 
     def solve_with(w, term, x0):
