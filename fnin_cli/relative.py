@@ -26,9 +26,9 @@ from .solvers.pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, cut_pieces
 from .solvers.system import DataTerm, NormalSystem
 
 # the prior's blur and the pieces' shifts are fitted on block means at most this many
-# blocks long: a smooth prior loses nothing there, and its dozens of blurs cost a few
-# milliseconds (at 512: 0.5 s a DiLiGenT object, 1.8x the seconds; docs/decisions.md#depth-prior)
-GRID_SIDE = 128
+# blocks long: a smooth prior loses nothing there, and the blurs stay cheap at 24 MP
+# (128 moved a piece of bear wrongly; docs/decisions.md#depth-prior)
+GRID_SIDE = 512
 
 
 def block_means(img: np.ndarray, weight: np.ndarray, d: int) -> tuple:
@@ -52,47 +52,81 @@ def block_means(img: np.ndarray, weight: np.ndarray, d: int) -> tuple:
     return mean, wsum
 
 
-def masked_blur(img: np.ndarray, weight: np.ndarray, sigma: float) -> np.ndarray:
-    """The weight-normalised Gaussian blur of ``img`` (0 where no weight reaches)."""
+def masked_blur(img: np.ndarray, weight: np.ndarray, sigma: float, den: np.ndarray | None = None) -> np.ndarray:
+    """The weight-normalised Gaussian blur of ``img`` (0 where no weight reaches);
+    ``den``: the blurred weight, where the caller has it."""
     if sigma <= 0:
         return np.where(weight > 0, img, 0.0)
     from scipy.ndimage import gaussian_filter
 
     num = gaussian_filter(np.where(weight > 0, img, 0.0) * weight, sigma, mode="nearest")
-    den = gaussian_filter(weight.astype(np.float64), sigma, mode="nearest")
+    if den is None:
+        den = gaussian_filter(weight.astype(np.float64), sigma, mode="nearest")
     out = np.zeros_like(num)
     np.divide(num, den, out=out, where=den > 1e-9 * max(float(weight.max()), 1e-300))
     return out
 
 
+def _blurred_piece(share: np.ndarray, weight: np.ndarray, sigma: float, den: np.ndarray) -> np.ndarray:
+    """:func:`masked_blur` of a piece's cell shares, computed on the piece's bounding box
+    grown by the kernel's radius (the same values: beyond it the blur of the piece is 0)."""
+    if sigma <= 0:
+        return masked_blur(share, weight, sigma)
+    rows, cols = np.nonzero(share)
+    if rows.size == 0:
+        return np.zeros_like(share)
+    r = int(4.0 * sigma + 0.5) + 1
+    box = (slice(max(rows.min() - r, 0), rows.max() + r + 1), slice(max(cols.min() - r, 0), cols.max() + r + 1))
+    # a box side inside the grid sees zeros beyond it either way; one on the grid's edge is the edge
+    from scipy.ndimage import gaussian_filter
+
+    num = gaussian_filter(share[box] * weight[box], sigma, mode="nearest")
+    out = np.zeros_like(share)
+    part = np.zeros_like(num)
+    np.divide(num, den[box], out=part, where=den[box] > 1e-9 * max(float(weight.max()), 1e-300))
+    out[box] = part
+    return out
+
+
 def fit_blur(target: np.ndarray, z: np.ndarray, z_weight: np.ndarray, fit: np.ndarray) -> tuple:
-    """(sigma, b): the blur (0 or 1, 2, 4, ... grid cells, up to a quarter of the grid)
-    under which ``target ~ blur(z) + b`` fits best on the cells ``fit`` (least median
-    absolute residual, b their median), ``z`` blurred with its weights ``z_weight``. The
-    slope is 1: ``target`` is a prior already mapped onto z by
+    """(sigma, b, blurred z, blurred weight or None): the blur (0 or 1, 2, 4, ... grid
+    cells, up to a quarter of the grid; the search stops after two in a row fit worse than
+    the best) under which ``target ~ blur(z) + b`` fits best on the cells ``fit`` (least
+    median absolute residual, b their median), ``z`` blurred with its weights ``z_weight``.
+    The slope is 1: ``target`` is a prior already mapped onto z by
     :func:`~fnin_cli.prior.fit_relative`, and a least-squares map of z onto a blurred z
     has slope 1 (a slope fitted here can collapse towards 0 where the prior hardly varies
     with z, and the de-blurred target divides by it)."""
-    best = None
+    from scipy.ndimage import gaussian_filter
+
+    best, worse = None, 0
     sigmas = [0.0] + [float(2 ** i) for i in range(int(np.log2(max(max(z.shape) / 4, 1))) + 1)]
     t = target[fit]
     for s in sigmas:
-        diff = t - masked_blur(z, z_weight, s)[fit]
+        den = gaussian_filter(z_weight.astype(np.float64), s, mode="nearest") if s > 0 else None
+        bz = masked_blur(z, z_weight, s, den)
+        diff = t - bz[fit]
         b = float(np.median(diff))
         r = float(np.median(np.abs(diff - b)))
         if best is None or r < best[0]:
-            best = (r, s, b)
+            best, worse = (r, s, b, bz, den), 0
+        else:
+            worse += 1
+            if worse == 2:       # past the prior's blur: wider ones only fit worse (and cost most)
+                break
     return best[1:]
 
 
-def piece_shifts(target, t_weight, z, z_weight, pieces, sigma, b) -> np.ndarray:
-    """Per piece (``pieces``: grid cells' share of each piece, (k, H, W)), the shift that
-    the prior asks for (least squares: ``target ~ blur(z + sum_k s_k piece_k) + b`` on
-    the cells with prior weight), 0 where it is within OUTLIER_SIGMAS standard errors (one
-    independent residual per blur footprint, 2 pi sigma^2 cells)."""
+def piece_shifts(target: np.ndarray, t_weight: np.ndarray, bz: np.ndarray, columns: list, b: float,
+                 sigma: float) -> np.ndarray:
+    """Per piece, the shift that the prior asks for: least squares of ``target ~ bz + b +
+    sum_k s_k columns_k`` on the cells with prior weight (``bz``: the blurred result,
+    ``columns``: each piece's blurred cell shares, both by :func:`masked_blur` at
+    ``sigma``), 0 where it is within OUTLIER_SIGMAS standard errors (one independent
+    residual per blur footprint, 2 pi sigma^2 cells)."""
     has = t_weight > 0
-    X = np.stack([masked_blur(p, z_weight, sigma)[has] for p in pieces], 1)
-    y = (target - masked_blur(z, z_weight, sigma) - b)[has]
+    X = np.stack([c[has] for c in columns], 1)
+    y = (target - bz - b)[has]
     w = t_weight[has] / t_weight[has].mean()
     sw = np.sqrt(w)
     shifts, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
@@ -161,19 +195,19 @@ def fuse_relative(system: NormalSystem, z: np.ndarray, weights: dict, prior: Dep
     z_c, z_w = block_means(zimg, mask.astype(float), d)
     t_c, t_w = block_means(timg, has, d)
     main_c, _ = block_means(main.astype(float), mask.astype(float), d)
-    sigma, b = fit_blur(t_c, z_c, z_w, (t_w > 0) & (main_c >= 0.5))
+    sigma, b, bz, den = fit_blur(t_c, z_c, z_w, (t_w > 0) & (main_c >= 0.5))
     n = int(labels.max()) + 1
     moved = np.zeros(max(n, 1), bool)
     z = np.array(z, np.float64, copy=True)
     if n > 1:
-        shifts = piece_shifts(t_c, t_w, z_c, z_w, _piece_shares(system, labels, n, d, z_c.shape), sigma, b)
+        columns = [_blurred_piece(p, z_w, sigma, den) for p in _piece_shares(system, labels, n, d, z_c.shape)]
+        shifts = piece_shifts(t_c, t_w, bz, columns, b, sigma)
         for k in np.flatnonzero(shifts) + 1:
             moved[k] = True
             z[labels == k] += shifts[k - 1]
+            bz = bz + shifts[k - 1] * columns[k - 1]     # the blur is linear: blur of the shifted z
     # the de-blurred target: the shifted result plus the prior's residual from its blur
-    zs_c, _ = block_means(system.to_image(z, fill=0.0), mask.astype(float), d)
-    resid = t_c - masked_blur(zs_c, z_w, sigma) - b
-    target = z + _upsample(resid, d, mask.shape)[mask]
+    target = z + _upsample(t_c - bz - b, d, mask.shape)[mask]
     term = DataTerm(term.weight, np.where(term.weight > 0, target, 0.0))
     weights = cut_moved(system, weights, labels, moved)
     z, _ = solve(weights, DataTerm(lam, z).plus(term), z)

@@ -25,7 +25,8 @@ def test_fit_blur_finds_the_priors_blur_and_offset(sigma):
     z = gaussian_filter(rng.normal(size=(96, 128)), 2.0) * 10.0     # detail at a few pixels
     mask = np.ones(z.shape, bool)
     prior = relative.masked_blur(z, mask.astype(float), sigma) + 2.0
-    s, b = relative.fit_blur(prior, z, mask.astype(float), mask)
+    s, b, bz, _ = relative.fit_blur(prior, z, mask.astype(float), mask)
+    assert np.allclose(bz + b, prior)
     assert s == sigma and b == pytest.approx(2.0, abs=1e-6)
 
 
@@ -44,6 +45,8 @@ def test_piece_shifts_move_a_misplaced_piece_through_the_blur_and_leave_the_rest
     sigma = 6.0
     prior = relative.masked_blur(truth, mask.astype(float), sigma)
     pieces = [strip.astype(float), other.astype(float)]
-    shifts = relative.piece_shifts(prior, mask.astype(float), z, mask.astype(float), pieces, sigma, 0.0)
+    ones = mask.astype(float)
+    columns = [relative.masked_blur(p, ones, sigma) for p in pieces]
+    shifts = relative.piece_shifts(prior, ones, relative.masked_blur(z, ones, sigma), columns, 0.0, sigma)
     assert shifts[0] == pytest.approx(5.0, abs=1e-6) and shifts[1] == 0.0
     assert float(np.median((prior - z)[strip])) < 4.5      # what a piece-wise median would move
