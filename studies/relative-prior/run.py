@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -24,6 +26,8 @@ from fnin_cli.prior import fit_relative
 from fnin_cli.solvers.pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, cut_pieces
 from fnin_cli.solvers.rounds import run_rounds
 from fnin_cli.solvers.system import DataTerm
+
+sys.path.insert(0, str(Path(__file__).parent))      # this folder's relative.py
 
 SETS = {"diligent": ("diligent", dict(data="/work/shared/data/diligent")),
         "meshes": ("meshes", dict(meshes="/work/shared/data/meshes")),
@@ -87,8 +91,9 @@ def fuse_split(run, z, weights):
 
 
 def fuse_deblur(run, z, weights):
-    """Candidates 3-5: fnin_cli.relative.fuse_relative (README.md)."""
-    from fnin_cli.relative import fuse_relative as fuse
+    """Candidates 3-6: relative.fuse_relative, this folder's (README.md; the package's
+    fnin_cli/relative.py at f3c491c)."""
+    from relative import fuse_relative as fuse
 
     def solve_with(w, term, x0):
         return run.system.solve(w, term, x0=x0, method="amg", rtol=run.config.one_shot.solve_rtol)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.ndimage import gaussian_filter
 
-from fnin_cli import relative
+import relative   # this folder's module (run from the folder or with it on sys.path)
 
 
 def test_block_means_weigh_and_pad():

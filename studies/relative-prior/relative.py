@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .prior import OUTLIER_SIGMAS, DepthPrior, fit_relative
-from .solvers.pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, cut_pieces
-from .solvers.system import DataTerm, NormalSystem
+from fnin_cli.prior import OUTLIER_SIGMAS, DepthPrior, fit_relative
+from fnin_cli.solvers.pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, cut_pieces
+from fnin_cli.solvers.system import DataTerm, NormalSystem
 
 # the prior's blur and the pieces' shifts are fitted on block means at most this many
 # blocks long: a smooth prior loses nothing there, and the blurs stay cheap at 24 MP
-# (128 moved a piece of bear wrongly; docs/decisions.md#depth-prior)
+# (128 moved a piece of bear wrongly: README.md)
 GRID_SIDE = 512
 
 
