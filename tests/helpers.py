@@ -116,11 +116,17 @@ def step_surface(cam: Camera, gap: float = 40.0) -> tuple[analytic.Surface, np.n
         z = z0 - gap * px - 0.5 * px * (v - vc) + 0.3 * px * (u - STEP_COL)
         return z, np.full_like(u, 0.3 * px), np.full_like(v, -0.5 * px)
 
+    return _sheets(cam, dome, ramp)
+
+
+def _sheets(cam: Camera, left, right) -> tuple:
+    """(surface, right-side map): depth functions ``left`` and ``right`` (z, dz/du, dz/dv
+    of u, v) on either side of the column STEP_COL."""
     u, _ = analytic.pixel_grid(SHAPE)
     side = u >= STEP_COL
-    left = analytic.restrict(analytic.from_depth_function(SHAPE, cam, dome), ~side)
-    right = analytic.restrict(analytic.from_depth_function(SHAPE, cam, ramp), side)
-    return analytic.nearest(left, right), side
+    near = analytic.restrict(analytic.from_depth_function(SHAPE, cam, left), ~side)
+    far = analytic.restrict(analytic.from_depth_function(SHAPE, cam, right), side)
+    return analytic.nearest(near, far), side
 
 
 def rim_step_surface(cam: Camera, gap: float = 80.0, rim: int = 8, bend: float = 0.25) -> tuple:
@@ -142,11 +148,7 @@ def rim_step_surface(cam: Camera, gap: float = 80.0, rim: int = 8, bend: float =
         z = z0 + gap * px - 0.5 * px * (v - h / 2) + 0.3 * px * (u - STEP_COL)
         return z, np.full_like(u, 0.3 * px), np.full_like(v, -0.5 * px)
 
-    u, _ = analytic.pixel_grid(SHAPE)
-    side = u >= STEP_COL
-    near = analytic.restrict(analytic.from_depth_function(SHAPE, cam, left), ~side)
-    far = analytic.restrict(analytic.from_depth_function(SHAPE, cam, right), side)
-    return analytic.nearest(near, far), side
+    return _sheets(cam, left, right)
 
 
 def gaussian_bumps(u, v, bumps, offset: float = 0.0):

@@ -28,6 +28,7 @@ from fnin_cli.solvers.rounds import run_rounds
 from fnin_cli.solvers.system import DataTerm
 
 sys.path.insert(0, str(Path(__file__).parent))      # this folder's relative.py
+from relative import cut_moved  # noqa: E402  (candidate 1's cuts: moved pieces from other large ones)
 
 SETS = {"diligent": ("diligent", dict(data="/work/shared/data/diligent")),
         "meshes": ("meshes", dict(meshes="/work/shared/data/meshes")),
@@ -42,18 +43,6 @@ def mutual_pieces(system, weights):
     """Pieces of cut_pieces(mutual=True); pieces under REPORT_MIN_PIXELS get -1."""
     labels, sizes, _ = cut_pieces(system, weights, CUT_WEIGHT, mutual=True)
     return np.where(sizes[labels] >= REPORT_MIN_PIXELS, labels, -1)
-
-
-def cut_free(system, weights, labels, free):
-    """weights with every edge between a free piece and another large piece cut (edges to
-    pieces under REPORT_MIN_PIXELS, label -1, stay: candidate 1, c066fbc)."""
-    out = {k: np.array(w, np.float64, copy=True) for k, w in weights.items()}
-    is_free = np.append(free, False)[labels]
-    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
-        cut = (labels[p] != labels[q]) & (is_free[p] | is_free[q]) & (labels[p] >= 0) & (labels[q] >= 0)
-        out[axis + "+"][p[cut]] = 0.0
-        out[axis + "-"][q[cut]] = 0.0
-    return out
 
 
 def fitted_term(run, z, labels):
@@ -87,7 +76,7 @@ def fuse_split(run, z, weights):
     labels = mutual_pieces(run.system, weights)
     _, term = fitted_term(run, z, labels)
     n = int(labels.max()) + 1
-    return solve(run, z, cut_free(run.system, weights, labels, np.arange(n) > 0), term)
+    return solve(run, z, cut_moved(run.system, weights, labels, np.arange(n) > 0), term)
 
 
 def fuse_deblur(run, z, weights):
