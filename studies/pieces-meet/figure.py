@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bridge-placement"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bridge import bridge_shift  # noqa: E402
 
 from fnin_cli.solvers.pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, cut_pieces  # noqa: E402
@@ -44,11 +44,24 @@ def sides(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: 
     return front, behind
 
 
+def agreeing(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = 1.0) -> np.ndarray:
+    """(edges,) bool over piece k's boundary edges (horizontal then vertical): both rows
+    agree with the normals, |a dz + n| <= tol."""
+    out = []
+    for p, q, a, n in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
+        e = (labels[p] == k) ^ (labels[q] == k)
+        pp, qq = p[e], q[e]
+        dz = z[qq] - z[pp]
+        out.append(np.maximum(np.abs(a[pp] * dz + n[pp]), np.abs(a[qq] * dz + n[qq])) <= tol)
+    return np.concatenate(out)
+
+
 def place_figures(system: NormalSystem, z: np.ndarray, weights: dict, min_edges: int = 3,
-                  threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
+                  threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS, closing: bool = False) -> tuple:
     """z with each loose piece (cut all round, >= min_pixels) moved by its bridge shift where
     >= min_edges edges agree there and more than now, the piece touches no outline pixel, and
     after the shift it lies in front of its neighbours on more jump edges than behind.
+    With ``closing`` (candidate 2) the agreeing edges counted are those that do not agree now.
     Returns (z, [(label, pixels, shift)] moved)."""
     labels, sizes, _ = cut_pieces(system, weights, threshold)
     edge = outline(system)
@@ -61,10 +74,14 @@ def place_figures(system: NormalSystem, z: np.ndarray, weights: dict, min_edges:
         if edge[members].any():
             continue
         shift, agree, now = bridge_shift(system, z, labels, k)
-        if not (agree >= min_edges and agree > now):
-            continue
         trial = z.copy()
         trial[members] += shift
+        if closing:
+            # candidate 2: the edges the shift brings into agreement, not those already agreeing
+            before, after = agreeing(system, z, labels, k), agreeing(system, trial, labels, k)
+            agree, now = int((after & ~before).sum()), int(before.sum())
+        if not (agree >= min_edges and agree > now):
+            continue
         front, behind = sides(system, trial, labels, k)
         if front > behind:
             z = trial

@@ -1,5 +1,5 @@
 import sys, numpy as np
-sys.path.insert(0, "studies/bridge-placement")
+sys.path.insert(0, "studies/pieces-meet")
 from bridge import bridge_shift
 from threadpoolctl import threadpool_limits
 from fnin_cli.bench.cases import resolve_cases, align_and_errors

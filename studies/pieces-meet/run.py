@@ -17,7 +17,10 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from figure import place_figures  # noqa: E402
 
+from dataclasses import replace  # noqa: E402
+
 from fnin_cli.bench.cases import align_and_errors, align_objects, resolve_cases  # noqa: E402
+from fnin_cli.config import DEFAULT  # noqa: E402
 from fnin_cli.pipeline import finish, integrate, run_method  # noqa: E402
 from fnin_cli.solvers.rounds import run_rounds  # noqa: E402
 
@@ -38,8 +41,13 @@ def with_start(start):
     return run
 
 
-CANDIDATES = {"today": lambda inp: (integrate(inp), None),
-              "figure": with_start(place_figures)}
+# today's default: the package before this study (bridge_edges did not exist: None is the same)
+TODAY = replace(DEFAULT, rounds=replace(DEFAULT.rounds, bridge_edges=None))
+CANDIDATES = {"today": lambda inp: (integrate(inp, config=TODAY), None),
+              # the package's default once candidate 2 was adopted (its own code, to check it matches)
+              "package": lambda inp: (integrate(inp), None),
+              "figure": with_start(place_figures),
+              "closing": with_start(lambda s, z, w: place_figures(s, z, w, closing=True))}
 
 
 def made(case, res, inp, gt):
