@@ -38,3 +38,15 @@ for nm, zz, ww in (("one-shot", z, w), ("default", s.at_pixels(res.z), res.piece
                 i = i[0]
                 print(f"   {nm} seam {seam} row {r}: jump {zz[q[i]] - zz[p[i]]:+.4f} truth {zg[q[i]] - zg[p[i]]:+.4f} "
                       f"w u+ {ww['u+'][p[i]]:.2f} u- {ww['u-'][q[i]]:.2f}")
+
+# the default's final weights: the edges across seam 172 that hold (either weight >= CUT_WEIGHT)
+from fnin_cli.solvers.pieces import CUT_WEIGHT  # noqa: E402
+ww = res.pieces_from[1]
+zz = s.at_pixels(res.z)
+cols_ = np.nonzero(s.mask)[1]
+sel = cols_[s.hq] == 172
+p, q = s.hp[sel], s.hq[sel]
+hold = (ww["u+"][p] >= CUT_WEIGHT) | (ww["u-"][q] >= CUT_WEIGHT)
+print("seam 172, default's final weights: rows held", rows_[p][hold].tolist())
+for i in np.flatnonzero(hold):
+    print(f"   row {rows_[p[i]]}: w u+ {ww['u+'][p[i]]:.2f} u- {ww['u-'][q[i]]:.2f} jump {zz[q[i]] - zz[p[i]]:+.4f} truth {zg[q[i]] - zg[p[i]]:+.4f}")

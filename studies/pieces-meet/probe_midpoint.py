@@ -31,30 +31,31 @@ def midpoint_shift(s, z, labels, k, use):
     return float(num.sum() / den.sum())
 
 
-cases_ = [a.split("/") for a in sys.argv[1:]] or [("samples", "flutes"), ("samples", "dome")]
-with threadpool_limits(1):
-    import torch
-    torch.set_num_threads(1)
-    for src, name in cases_:
-        kw = {"data": "/work/shared/data/diligent"} if src == "diligent" else {}
-        _, cases = resolve_cases(src, **kw)
-        case = [c for c in cases if c.name == name][0]
-        inp, gt = case.load()
-        run = run_method(inp, "fnin")
-        s, z, w = run.system, run.out.z, run.out.weights
-        zg = s.at_pixels(np.log(gt) if inp.camera.perspective else gt)
-        ok = np.isfinite(zg)
-        labels, sizes, _ = cut_pieces(s, w)
-        edge = outline(s)
-        for k in range(1, len(sizes)):
-            if sizes[k] < 50:
-                break
-            want = np.median((z - zg)[(labels == 0) & ok]) - np.median((z - zg)[(labels == k) & ok])
-            sh, ag, now = bridge_shift(s, z, labels, k)
-            before = agreeing(s, z, labels, k)
-            zz = z.copy(); zz[labels == k] += sh
-            after = agreeing(s, zz, labels, k)
-            m_now = midpoint_shift(s, z, labels, k, before) if before.sum() else float("nan")
-            m_after = (sh + midpoint_shift(s, zz, labels, k, after)) if after.sum() else float("nan")
-            print(f"{name} piece {k} ({sizes[k]} px, outline {edge[labels == k].any()}): GT {want:+.4f}; bridge {sh:+.4f} "
-                  f"(agree {ag}, now {now}); midpoint over now-agreeing {m_now:+.4f}, over after-agreeing {m_after:+.4f}", flush=True)
+if __name__ == "__main__":
+    cases_ = [a.split("/") for a in sys.argv[1:]] or [("samples", "flutes"), ("samples", "dome")]
+    with threadpool_limits(1):
+        import torch
+        torch.set_num_threads(1)
+        for src, name in cases_:
+            kw = {"data": "/work/shared/data/diligent"} if src == "diligent" else {}
+            _, cases = resolve_cases(src, **kw)
+            case = [c for c in cases if c.name == name][0]
+            inp, gt = case.load()
+            run = run_method(inp, "fnin")
+            s, z, w = run.system, run.out.z, run.out.weights
+            zg = s.at_pixels(np.log(gt) if inp.camera.perspective else gt)
+            ok = np.isfinite(zg)
+            labels, sizes, _ = cut_pieces(s, w)
+            edge = outline(s)
+            for k in range(1, len(sizes)):
+                if sizes[k] < 50:
+                    break
+                want = np.median((z - zg)[(labels == 0) & ok]) - np.median((z - zg)[(labels == k) & ok])
+                sh, ag, now = bridge_shift(s, z, labels, k)
+                before = agreeing(s, z, labels, k)
+                zz = z.copy(); zz[labels == k] += sh
+                after = agreeing(s, zz, labels, k)
+                m_now = midpoint_shift(s, z, labels, k, before) if before.sum() else float("nan")
+                m_after = (sh + midpoint_shift(s, zz, labels, k, after)) if after.sum() else float("nan")
+                print(f"{name} piece {k} ({sizes[k]} px, outline {edge[labels == k].any()}): GT {want:+.4f}; bridge {sh:+.4f} "
+                      f"(agree {ag}, now {now}); midpoint over now-agreeing {m_now:+.4f}, over after-agreeing {m_after:+.4f}", flush=True)
