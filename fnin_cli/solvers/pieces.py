@@ -426,15 +426,15 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
     (-5.0, [])
     """
     labels, sizes, _ = cut_pieces(system, weights, threshold)
-    edge = outline_pixels(system)
+    # the pieces that touch the outline, in one pass (each candidate then scans the edges)
+    touches = np.bincount(labels[outline_pixels(system)], minlength=len(sizes)) > 0
     z = np.array(z, dtype=np.float64, copy=True)
     moved = []
-    for k in range(1, len(sizes)):
-        if sizes[k] < min_pixels:
+    for k in np.flatnonzero((sizes >= min_pixels) & ~touches):
+        if k == 0:
             continue
+        k = int(k)
         members = labels == k
-        if edge[members].any():
-            continue
         shift = bridge_shift(system, z, labels, k)
         trial = z.copy()
         trial[members] += shift
