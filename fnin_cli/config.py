@@ -118,6 +118,12 @@ class RoundsConfig:
     # against 0.98x; None: off (docs/decisions.md#fold-join)
     fold_cos: float | None = 0.3
     fold_join: float = 2.0
+    # at the rounds' start (after fnin) a surrounded piece that Stage II cut all round moves
+    # to where a jump along its boundary closes, when at least this many boundary edges
+    # close there (and more than agree now) and it then lies in front of what surrounds it:
+    # samples dome 9.60 -> 0.24 mm, every other bench case unchanged; None: off
+    # (docs/decisions.md#pieces-meet)
+    bridge_edges: int | None = 3
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

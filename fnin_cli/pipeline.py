@@ -30,7 +30,7 @@ from .solvers.backend import Backend, choose_backend
 from .solvers.linear import AMGCache
 from .solvers.pieces import cut_pieces, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
-from .solvers.rounds import RoundsResult, run_rounds
+from .solvers.rounds import RoundsResult, rounds_start, run_rounds
 from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
 
 
@@ -181,8 +181,10 @@ def integrate(
                 stage("refine", 0, run.rounds.max_rounds)
             # the prior stays at the rounds' start: free offsets stay where the method put them
             # (docs/decisions.md#refine-prior)
-            rounds = run_rounds(run.system, run.out.z, run.out.edge_p, run.args.term(run.out.z), run.config,
-                                run.rounds, run.out.backend, run.hierarchy, progress)
+            # a surrounded piece cut all round starts where its jump closes (docs/decisions.md#pieces-meet)
+            start = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
+            rounds = run_rounds(run.system, start, run.out.edge_p, run.args.term(start), run.config, run.rounds,
+                                run.out.backend, run.hierarchy, progress)
         return finish(inp, run, rounds, mean_depth, depth_at)
 
 

@@ -244,3 +244,73 @@ def test_a_sheet_held_by_one_extrapolated_normal_is_listed_and_pins_on_its_own()
     pinned = integrate(inp, depth_at=pins)
     rel = np.abs(pinned.depth / surf.depth - 1)
     assert np.nanmedian(rel[right]) < 0.01 and np.nanmedian(rel[inp.mask & ~right]) < 0.01
+
+
+# ------------------------------------------------------------------ bridges (issue 43, item 2)
+
+def _wall_and_cap(curve=-0.02, centre=(24.0, 32.0), radius=10.0, shape=(48, 64)):
+    """An orthographic wall at depth 100 with a disc cap whose depth is 100 + curve * d^2,
+    d = u - the disc's leftmost column: joined to the wall (depth continuous, tangent) at
+    the disc's left point, a jump growing along its rim elsewhere (up to 8 units; curve < 0:
+    the cap in front). Returns (system, truth z, the cap's mask over the pixels, weights
+    that cut the cap all round)."""
+    cam = Camera(None, 1.0)
+    v0, u0 = centre
+    v, u = np.mgrid[:shape[0], :shape[1]].astype(float)
+    cap = (u - u0) ** 2 + (v - v0) ** 2 <= radius ** 2
+    left = u0 - radius
+    surf = analytic.from_depth_function(shape, cam, lambda uu, vv: (
+        np.where(cap, 100.0 + curve * (uu - left) ** 2, 100.0), np.where(cap, 2 * curve * (uu - left), 0.0),
+        np.zeros(shape)))
+    s = NormalSystem(np.nan_to_num(surf.normals), np.ones(shape, bool), cam)
+    piece = cap[s.mask]
+    w = {}
+    for d, (dv, du) in {"u+": (0, 1), "u-": (0, -1), "v+": (1, 0), "v-": (-1, 0)}.items():
+        other = np.roll(cap, (-dv, -du), axis=(0, 1))[s.mask]
+        w[d] = np.where(other != piece, 0.0, 0.5)
+    return s, s.at_pixels(surf.depth), piece, w
+
+
+def test_a_surrounded_cap_cut_all_round_moves_to_where_its_jump_closes():
+    s, truth, cap, w = _wall_and_cap()
+    z = truth + np.where(cap, 20.0, 0.0)                  # the cap placed 20 units behind
+    placed, moved = pieces.place_by_bridges(s, z, w)
+    assert [(m[1]) for m in moved] == [int(cap.sum())]
+    # within the agreement's tolerance (|a dz + n| <= AGREE_TOL) of the truth, from 20 off
+    assert np.abs(placed - truth).max() <= pieces.AGREE_TOL / np.abs(s.a_u[cap]).min()
+    # the jump elsewhere on its rim keeps it cut: the weights are not what moved it
+    assert pieces.loose_pieces(s, w)[0]["pixels"] == int(cap.sum())
+
+
+def test_a_piece_a_bridge_would_put_behind_what_surrounds_it_stays():
+    s, truth, cap, w = _wall_and_cap(curve=0.02)         # the cap recedes: it would be behind
+    z = truth + np.where(cap, -20.0, 0.0)
+    placed, moved = pieces.place_by_bridges(s, z, w)
+    assert moved == [] and np.array_equal(placed, z)
+
+
+def test_a_piece_on_the_mask_outline_is_not_placed_by_a_bridge():
+    s, truth, cap, w = _wall_and_cap(centre=(24.0, 9.0))  # the disc reaches the image's left edge
+    assert pieces.outline_pixels(s)[cap].any()
+    z = truth + np.where(cap, 20.0, 0.0)
+    assert pieces.place_by_bridges(s, z, w)[1] == []
+
+
+def test_a_shift_within_the_tolerance_is_not_a_bridge():
+    s, truth, cap, w = _wall_and_cap()
+    z = truth + np.where(cap, 0.3, 0.0)                   # already agreeing where the jump closes
+    assert pieces.place_by_bridges(s, z, w)[1] == []
+
+
+def test_the_rounds_start_at_the_bridge_after_fnin_only(monkeypatch):
+    from fnin_cli.solvers import rounds
+
+    s, truth, cap, w = _wall_and_cap()
+    z = truth + np.where(cap, 20.0, 0.0)
+    edge_p = np.zeros((2,) + s.shape)
+    assert np.abs(rounds.rounds_start(s, z, edge_p, w, DEFAULT.rounds) - truth).max() < 1.1
+    # no edge map (another method's rounds), the setting off, or a depth prior: z as it is
+    off = replace(DEFAULT.rounds, bridge_edges=None)
+    for args in ((None, w, DEFAULT.rounds), (edge_p, w, off)):
+        assert np.array_equal(rounds.rounds_start(s, z, *args), z)
+    assert np.array_equal(rounds.rounds_start(s, z, edge_p, w, DEFAULT.rounds, prior=object()), z)

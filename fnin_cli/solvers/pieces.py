@@ -17,7 +17,9 @@ relative to the main piece is something no integrator can know from the normals.
   edge is kept only where *both* weights reach the threshold, which also isolates a pixel
   that one strong weight of its own ties to a neighbour that does not trust it back;
 - :func:`pin_pieces` shifts pieces so that given pixels get given unknowns (the repeatable
-  ``--depth-at``).
+  ``--depth-at``);
+- :func:`place_by_bridges` moves a surrounded piece that the one-shot cut all round to
+  where a jump along its boundary closes (issue 43, item 2: dome's cap).
 """
 
 from __future__ import annotations
@@ -293,3 +295,155 @@ def pin_pieces(system: NormalSystem, z: np.ndarray, weights: dict | None, pins, 
         z[labels == k] += target - z[system.index[r, c]]
         done.append((i, k, int(sizes[k])))
     return z, done
+
+
+# ------------------------------------------------------------------ bridges: where a jump closes
+
+# a boundary edge agrees with both normals where both one-sided residuals |a dz + n| are at
+# most this (the tolerance of the "neighbours disagree with their normals" check)
+AGREE_TOL = 1.0
+
+
+def _piece_edges(system: NormalSystem, labels: np.ndarray, k: int):
+    """Per axis, piece ``k``'s boundary edges: (p, q, a, n, sign) with sign +1 where the
+    piece is at q (sign * (z_q - z_p): the piece's unknown minus its neighbour's)."""
+    for p, q, a, n in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
+        in_p, in_q = labels[p] == k, labels[q] == k
+        e = in_p ^ in_q
+        yield p[e], q[e], a, n, np.where(in_q[e], 1.0, -1.0)
+
+
+def agreeing_edges(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL) -> np.ndarray:
+    """(edges,) bool over piece ``k``'s boundary edges (horizontal, then vertical): both
+    one-sided residuals within ``tol`` (the edge agrees with both pixels' normals)."""
+    out = [np.maximum(np.abs(a[p] * (z[q] - z[p]) + n[p]), np.abs(a[q] * (z[q] - z[p]) + n[q])) <= tol
+           for p, q, a, n, _ in _piece_edges(system, labels, k)]
+    return np.concatenate(out) if out else np.zeros(0, bool)
+
+
+def bridge_shift(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL) -> float:
+    """The shift of piece ``k``'s unknown under which the most edges of its boundary agree
+    with both pixels' normals (:func:`agreeing_edges`): the middle of the best interval of
+    shifts. Where a jump closes (the piece meets the rest through a continuous stretch),
+    those edges agree at the true placement; along a jump each edge asks for a shift of its
+    own (studies/bridge-placement).
+
+    Examples
+    --------
+    A flat 2x6 map whose right half sits 5 units off:
+
+    >>> from fnin_cli.camera import Camera
+    >>> flat = np.dstack([np.zeros((2, 6, 2)), -np.ones((2, 6, 1))])
+    >>> s = NormalSystem(flat, np.ones((2, 6), bool), Camera(None, 1.0))
+    >>> labels = np.array([0, 0, 0, 1, 1, 1] * 2)
+    >>> bridge_shift(s, np.where(labels == 1, 5.0, 0.0), labels, 1)
+    -5.0
+    """
+    lo_all, hi_all = [], []
+    for p, q, a, n, sign in _piece_edges(system, labels, k):
+        dz = z[q] - z[p]
+        bounds = []
+        for aa, nn in ((a[p], n[p]), (a[q], n[q])):
+            c = aa * sign                            # the residual after a shift s: r + c s
+            r = aa * dz + nn
+            with np.errstate(divide="ignore", invalid="ignore"):
+                s1, s2 = (-r - tol) / c, (-r + tol) / c
+            bounds.append((np.minimum(s1, s2), np.maximum(s1, s2)))
+        lo, hi = np.maximum(bounds[0][0], bounds[1][0]), np.minimum(bounds[0][1], bounds[1][1])
+        ok = np.isfinite(lo) & np.isfinite(hi) & (lo <= hi)
+        lo_all.append(lo[ok])
+        hi_all.append(hi[ok])
+    lo = np.concatenate(lo_all) if lo_all else np.zeros(0)
+    hi = np.concatenate(hi_all) if hi_all else np.zeros(0)
+    if lo.size == 0:
+        return 0.0
+    # the shift inside the most intervals: a sweep over their ends (opening before closing)
+    ends = np.concatenate([lo, hi])
+    step = np.concatenate([np.ones(lo.size), -np.ones(hi.size)])
+    order = np.lexsort((-step, ends))
+    best = int(np.argmax(np.cumsum(step[order])))
+    nxt = ends[order][best + 1] if best + 1 < ends.size else ends[order][best]
+    return float(0.5 * (ends[order][best] + nxt))
+
+
+def outline_pixels(system: NormalSystem) -> np.ndarray:
+    """(n,) bool: the masked pixels with a 4-neighbour outside the mask or the image."""
+    m = np.pad(system.mask, 1)
+    inner = m[1:-1, 1:-1] & m[:-2, 1:-1] & m[2:, 1:-1] & m[1:-1, :-2] & m[1:-1, 2:]
+    return ~inner[system.mask]
+
+
+def jump_sides(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL) -> tuple:
+    """(in front, behind): piece ``k``'s boundary edges that do not agree with both normals
+    where the piece's side is nearer than both normals predict (in front), or farther than
+    both (behind). The unknown grows with depth (depth or log-depth)."""
+    front = behind = 0
+    for p, q, a, n, sign in _piece_edges(system, labels, k):
+        dz = z[q] - z[p]
+        agree = np.maximum(np.abs(a[p] * dz + n[p]), np.abs(a[q] * dz + n[q])) <= tol
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pa, pb = sign * (-n[p] / a[p]), sign * (-n[q] / a[q])
+        d = sign * dz
+        ok = ~agree & np.isfinite(pa) & np.isfinite(pb)
+        front += int((ok & (d < np.minimum(pa, pb))).sum())
+        behind += int((ok & (d > np.maximum(pa, pb))).sum())
+    return front, behind
+
+
+def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edges: int = 3,
+                     threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
+    """z with each piece that ``weights`` cut all round (at least ``min_pixels``) moved to
+    where a jump along its boundary closes, and the list of (label, pixels, shift) moved.
+
+    A piece moves by its :func:`bridge_shift` only where (studies/pieces-meet):
+
+    - it is surrounded: none of its pixels is on the mask's outline
+      (:func:`outline_pixels`). A piece that reaches the outline borders the unknown
+      beyond the mask; whether it is figure or ground the normals cannot say;
+    - the shift closes a jump: at least ``min_edges`` boundary edges agree with both
+      normals after it that do not now, and more than agree now (a shift within the
+      agreement's tolerance is a recentring, not a bridge);
+    - after it, the piece lies in front of its neighbours along more of its remaining jump
+      edges than behind (:func:`jump_sides`): a surrounded region is the figure. A
+      background moved through what it surrounds (bench synthetic persp-15) is not.
+
+    Examples
+    --------
+    A flat 5x7 map whose middle 1x3 piece sits 5 units behind: at -5 its whole boundary
+    closes, and with no jump left nothing says which side is in front, so it stays (the
+    tests hold a cap joined to its wall on one side):
+
+    >>> from fnin_cli.camera import Camera
+    >>> flat = np.dstack([np.zeros((5, 7, 2)), -np.ones((5, 7, 1))])
+    >>> s = NormalSystem(flat, np.ones((5, 7), bool), Camera(None, 1.0))
+    >>> piece = np.zeros((5, 7), bool); piece[2, 2:5] = True
+    >>> z = np.where(piece[s.mask], 5.0, 0.0)
+    >>> img = piece.astype(float)      # each pixel's weight towards a neighbour on the other side: 0
+    >>> cut = {d: 0.5 * (np.roll(img, sh, axis=ax) == img)[s.mask]
+    ...        for d, sh, ax in (("u+", -1, 1), ("u-", 1, 1), ("v+", -1, 0), ("v-", 1, 0))}
+    >>> labels = cut_pieces(s, cut)[0]
+    >>> bridge_shift(s, z, labels, 1), place_by_bridges(s, z, cut, min_pixels=1)[1]
+    (-5.0, [])
+    """
+    labels, sizes, _ = cut_pieces(system, weights, threshold)
+    # the pieces that touch the outline, in one pass (each candidate then scans the edges)
+    touches = np.bincount(labels[outline_pixels(system)], minlength=len(sizes)) > 0
+    z = np.array(z, dtype=np.float64, copy=True)
+    moved = []
+    for k in np.flatnonzero((sizes >= min_pixels) & ~touches):
+        if k == 0:
+            continue
+        k = int(k)
+        members = labels == k
+        shift = bridge_shift(system, z, labels, k)
+        trial = z.copy()
+        trial[members] += shift
+        before, after = agreeing_edges(system, z, labels, k), agreeing_edges(system, trial, labels, k)
+        closing, now = int((after & ~before).sum()), int(before.sum())
+        if closing < min_edges or closing <= now:
+            continue
+        front, behind = jump_sides(system, trial, labels, k)
+        if front > behind:
+            z = trial
+            moved.append((k, int(sizes[k]), shift))
+    return z, moved

@@ -27,7 +27,7 @@ from ..config import DEFAULT, IntegrationConfig, RoundsConfig
 from .backend import Backend
 from .bini import integrate_bini
 from .linear import AMGCache
-from .pieces import reattach_slivers
+from .pieces import place_by_bridges, reattach_slivers
 from .stage2 import edge_prior
 from .system import DataTerm, NormalSystem
 
@@ -109,6 +109,18 @@ def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAU
 
 
 # ------------------------------------------------------------------ running them
+
+def rounds_start(system: NormalSystem, z: np.ndarray, edge_p, weights: dict | None, rounds: RoundsConfig,
+                 prior=None) -> np.ndarray:
+    """Where the rounds after fnin start: the method's z with each surrounded piece that
+    its weights cut all round moved to where a jump along its boundary closes
+    (:func:`~fnin_cli.solvers.pieces.place_by_bridges`, ``rounds.bridge_edges``;
+    docs/decisions.md#pieces-meet); z itself without the edge map (another method's
+    rounds), with the setting off, or with a depth ``prior`` (it places the pieces)."""
+    if edge_p is None or weights is None or not rounds.bridge_edges or prior is not None:
+        return z
+    return place_by_bridges(system, z, weights, rounds.bridge_edges)[0]
+
 
 
 @dataclass
