@@ -172,18 +172,22 @@ def integrate(
     check_scale(inp, mean_depth, depth_at, prior)
     run = run_method(inp, method, refine, with_overrides(DEFAULT if config is None else config, bini_k, lam,
                                                          network_side), device, model, solver, progress, stage, prior)
+    # the rounds' data term: the prior stays at their start, so free offsets stay where the
+    # method put them (docs/decisions.md#refine-prior); built before the kept heap, so that at
+    # camera size its two vectors are mapped on their own, not put in holes the rounds reuse
+    # a surrounded piece cut all round starts where its jump closes (docs/decisions.md#pieces-meet)
+    start = term = None
+    if run.rounds.max_rounds:
+        start = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
+        term = run.rounds_term(start)
     # the rounds and what follows them free and allocate arrays of the map's size over and
     # over: keep their pages mapped (docs/decisions.md#kept-heap)
     with kept_heap():
         rounds = None
-        if run.rounds.max_rounds:
+        if term is not None:
             if stage is not None:
                 stage("refine", 0, run.rounds.max_rounds)
-            # the prior stays at the rounds' start: free offsets stay where the method put them
-            # (docs/decisions.md#refine-prior)
-            # a surrounded piece cut all round starts where its jump closes (docs/decisions.md#pieces-meet)
-            start = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
-            rounds = run_rounds(run.system, start, run.out.edge_p, run.args.term(start), run.config, run.rounds,
+            rounds = run_rounds(run.system, start, run.out.edge_p, term, run.config, run.rounds,
                                 run.out.backend, run.hierarchy, progress)
         return finish(inp, run, rounds, mean_depth, depth_at)
 
@@ -202,12 +206,22 @@ class MethodRun:
     hierarchy: AMGCache | None      # Stage II's AMG hierarchy, kept for the rounds
     t0: float                       # when the run started (perf_counter)
     seconds: dict
-    prior: DepthPrior | None = None  # the depth prior (fnin_cli.prior), on the input's mask
+    prior: DepthPrior | None = None  # the depth prior (fnin_cli.prior) as given: its values on the mask count
 
     @property
     def lam(self) -> float:
         """The prior weight lam in the system's units."""
         return self.args.lam
+
+    def rounds_term(self, z: np.ndarray) -> DataTerm:
+        """The data term of the rounds after the method, started at ``z``: the prior lam towards it,
+        plus the depth prior's term where there is one (:meth:`RunArgs.term`). The run lets
+        go of the depth prior's own term then: no later solve reads it, and it is two
+        float64 vectors of the masked pixels that would be held through the rounds beside
+        this term's two."""
+        term = self.args.term(z)
+        self.args = replace(self.args, prior=None)
+        return term
 
 
 def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = None,

@@ -98,24 +98,21 @@ class DepthPrior:
         ``share_scale``."""
         from .solvers.system import DataTerm
 
-        d = self.depth[mask].astype(np.float64)
-        share = np.where(self.valid[mask], self.share[mask], 0.0).astype(np.float64) * share_scale
-        has = share > 0
-        target = np.zeros(d.shape)
-        values = d[has]
+        # float32 gathers, float64 only over the pixels with a value: no frame-sized or
+        # float64 n-sized temporaries beyond the term's own two vectors
+        d, share = self.depth[mask], self.share[mask]
+        has = np.isfinite(d) & (share > 0)
+        values = d[has].astype(np.float64)
         if camera.perspective:
             floor = MIN_SIGMA_FRACTION * float(np.median(np.abs(values))) if values.size else 0.0
         else:
             floor = MIN_SIGMA_FRACTION * float(np.ptp(values)) if values.size else 0.0
         sigma = max(float(self.sigma), floor)
-        sigma_z = np.full(d.shape, sigma)
-        if camera.perspective:
-            target[has] = np.log(values)
-            sigma_z[has] = sigma / values
-        else:
-            target[has] = values
+        sigma_z = sigma / values if camera.perspective else np.full(values.shape, sigma)
+        target = np.zeros(d.shape)
+        target[has] = np.log(values) if camera.perspective else values
         weight = np.zeros(d.shape)
-        weight[has] = share[has] * (PRIOR_NORMAL_NOISE / sigma_z[has]) ** 2
+        weight[has] = share[has].astype(np.float64) * share_scale * (PRIOR_NORMAL_NOISE / sigma_z) ** 2
         return DataTerm(weight, target)
 
     def relative_term(self, mask: np.ndarray, camera: Camera):
@@ -267,15 +264,17 @@ def prior_report(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, camera:
         out["slope_ratio"] = slope
     against = slope is not None and (slope < -0.5 or (not camera.perspective and not 0.5 < slope < 2.0))
     if out["beyond_3_sigma"] > 0.25 or against:
-        hint = _what_else(prior, depth, m, camera, normals)
+        hint = _what_else(prior, depth, m, mask, camera, normals)
         notes.append(f"the depth prior and the normals disagree ({out['beyond_3_sigma']:.0%} of its pixels are "
                      f"more than {OUTLIER_SIGMAS:g} sigma, {prior.sigma:g}, from the result)"
                      + (f"; {hint}" if hint else "; check its units and --prior-sigma"))
     return out, notes
 
 
-def _what_else(prior: DepthPrior, depth: np.ndarray, m: np.ndarray, camera: Camera, normals=None) -> str:
-    """A one-line guess at what a disagreeing prior is instead (or "")."""
+def _what_else(prior: DepthPrior, depth: np.ndarray, m: np.ndarray, mask: np.ndarray, camera: Camera,
+               normals=None) -> str:
+    """A one-line guess at what a disagreeing prior is instead (or ""); ``m``: the pixels
+    compared, ``mask``: the object's (a shifted prior brings no value from outside it)."""
     p, d = prior.depth[m], depth[m]
     if p.size < 10:
         return ""
@@ -298,7 +297,9 @@ def _what_else(prior: DepthPrior, depth: np.ndarray, m: np.ndarray, camera: Came
         return "it looks like inverse depth or disparity: convert it to depth, or use --prior-kind relative"
     if c_depth < -0.5:
         return "it runs against the result (flipped or negated?)"
-    shifted = _best_shift(prior.depth, depth, m) if m.sum() <= SLOPE_PIXELS else None
+    shifted = None
+    if m.sum() <= SLOPE_PIXELS:
+        shifted = _best_shift(np.where(mask, prior.depth, np.float32(np.nan)), depth, m)
     if shifted is not None:
         return f"it fits best shifted by {shifted} pixels (row, col): is it registered to the normal map?"
     return ""
@@ -362,16 +363,17 @@ def _best_shift(prior_depth: np.ndarray, depth: np.ndarray, m: np.ndarray, reach
 
 def as_prior(value, inp) -> DepthPrior | None:
     """``integrate``'s ``depth_prior`` for the input ``inp``: None, a :class:`DepthPrior`, or a
-    path read with :func:`read_prior`'s defaults; restricted to the input's mask. Raises
-    :class:`FninError` where no prior value falls on the object."""
+    path read with :func:`read_prior`'s defaults. Only its values inside the input's mask
+    count: every reader masks them (no masked copy is made: at camera size that was two
+    more frames beside the caller's, held through the run). Raises :class:`FninError`
+    where no prior value falls on the object."""
     if value is None:
         return None
     prior = value if isinstance(value, DepthPrior) else read_prior(value, inp.shape, inp.camera)
     if prior.depth.shape != inp.mask.shape:
         raise FninError(f"the depth prior is laid on a {prior.depth.shape[1]}x{prior.depth.shape[0]} grid, the "
                         f"map is {inp.shape[1]}x{inp.shape[0]}", prior.source)
-    prior = prior.on_mask(inp.mask)
-    if not prior.valid.any():
+    if not (prior.valid & inp.mask).any():
         raise FninError("no value of the depth prior falls inside the mask; is it registered to the normal map?",
                         prior.source)
     return prior

@@ -9,9 +9,12 @@ import json
 import numpy as np
 import pytest
 
+from fnin_cli.camera import Camera
+from fnin_cli.config import DEFAULT
 from fnin_cli.errors import FninError
-from fnin_cli.pipeline import build_input, integrate
-from fnin_cli.prior import DepthPrior, fit_relative, read_prior
+from fnin_cli.pipeline import build_input, integrate, run_method
+from fnin_cli.prior import DepthPrior, as_prior, fit_relative, prior_report, read_prior
+from fnin_cli.solvers.system import DataTerm
 
 from helpers import camera, rim_step_surface, step_surface
 from helpers_cli import invoke, write_folder
@@ -215,6 +218,44 @@ def test_prior_options_that_cannot_work_are_usage_errors(tmp_path, args, message
 def test_prior_options_need_a_prior(tmp_path):
     r = invoke(["integrate", _folder(tmp_path), "-o", tmp_path / "d.npy", "--prior-sigma", "1"])
     assert r.exit_code == 2 and "need --depth-prior" in r.stderr
+
+
+def test_only_the_values_inside_the_mask_count():
+    """The run keeps the caller's prior (no masked copy of its frames) and reads its values
+    inside the mask only: values outside change neither the result nor the report, nor the
+    hint's shift search, which brings in no value from outside the mask."""
+    inp, gt, _ = _step("persp")
+    mask = inp.mask.copy()
+    mask[:8] = mask[:, :12] = False
+    inp = build_input(inp.normals, None, mask, inp.camera)
+    p = _noisy(gt, 0.01 * float(np.nanmedian(gt)))
+    outside = DepthPrior(np.where(mask, p.depth, 3.0 * p.depth), np.ones(gt.shape), p.sigma)
+    assert as_prior(outside, inp) is outside
+    a, b = integrate(inp, depth_prior=outside), integrate(inp, depth_prior=outside.on_mask(mask))
+    np.testing.assert_array_equal(a.depth, b.depth)
+    assert a.prior_residual == b.prior_residual and np.array_equal(a.prior_disagree, b.prior_disagree)
+    rows, cols = np.mgrid[:40, :50]
+    truth = 2.0 + 0.2 * np.sin(cols / 2.0) * np.cos(rows / 3.0)        # textured: a shift shows
+    mask = np.zeros(truth.shape, bool)
+    mask[6:, 8:] = True
+    off = DepthPrior(np.where(mask, np.roll(truth, (2, -3), (0, 1)), 5.0), np.ones(truth.shape), 0.01)
+    depth = np.where(mask, truth, np.nan)
+    report = prior_report(off, depth, mask, Camera(None, 1.0))
+    assert report == prior_report(off.on_mask(mask), depth, mask, Camera(None, 1.0))
+    assert "shifted by (-2, 3)" in report[1][0]
+
+
+def test_the_rounds_term_carries_the_prior_and_the_run_lets_go_of_its_own():
+    """The rounds' term is lam towards the method's result plus the prior's term; the run
+    then drops the prior's own term (at camera size two vectors held through the rounds)."""
+    inp, gt, _ = _step("persp")
+    p = _noisy(gt, 0.01 * float(np.nanmedian(gt)))
+    run = run_method(inp, "fnin", None, DEFAULT, prior=p)
+    want = DataTerm(run.lam, run.out.z).plus(p.term(inp.mask, inp.camera))
+    term = run.rounds_term(run.out.z)
+    assert run.args.prior is None
+    np.testing.assert_array_equal(term.weight, want.weight)
+    np.testing.assert_array_equal(term.target, want.target)
 
 
 def test_api_refuses_a_prior_on_another_grid():

@@ -260,6 +260,9 @@ class AMGCache:
         ml, calls, every = self.hierarchy, self.calls, self.refresh_every
         if ml is None or self.rebuild:
             self.rebuild = False
+            # the old hierarchy goes before the build, which reads none of it: side by side
+            # each rebuild raised the rounds' kept heap (docs/decisions.md#rounds-rebuild)
+            self.hierarchy = ml = None
             ml = sa_hierarchy(A)
         elif every and (calls - 1) % every == 0:
             ml = ml.refreshed(A)
