@@ -26,7 +26,7 @@ from .inputs import ORTHO_AND_K, Input, build_input, load_input, mask_array, par
 from .resources import kept_heap
 from .prior import OUTLIER_SIGMAS, DepthPrior, as_prior, fit_relative, prior_report
 from .scale import check_scale, depth_pins, fix_scale, from_prior, pin
-from .solvers.backend import Backend, choose_backend
+from .solvers.backend import choose_backend
 from .solvers.linear import AMGCache
 from .solvers.pieces import cut_pieces, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401

@@ -264,7 +264,7 @@ def prior_report(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, camera:
         out["slope_ratio"] = slope
     against = slope is not None and (slope < -0.5 or (not camera.perspective and not 0.5 < slope < 2.0))
     if out["beyond_3_sigma"] > 0.25 or against:
-        hint = _what_else(prior, depth, m, mask, camera, normals)
+        hint = _what_else(prior, depth, m, mask, camera, slope)
         notes.append(f"the depth prior and the normals disagree ({out['beyond_3_sigma']:.0%} of its pixels are "
                      f"more than {OUTLIER_SIGMAS:g} sigma, {prior.sigma:g}, from the result)"
                      + (f"; {hint}" if hint else "; check its units and --prior-sigma"))
@@ -272,13 +272,13 @@ def prior_report(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, camera:
 
 
 def _what_else(prior: DepthPrior, depth: np.ndarray, m: np.ndarray, mask: np.ndarray, camera: Camera,
-               normals=None) -> str:
+               slope: float | None = None) -> str:
     """A one-line guess at what a disagreeing prior is instead (or ""); ``m``: the pixels
-    compared, ``mask``: the object's (a shifted prior brings no value from outside it)."""
+    compared, ``mask``: the object's (a shifted prior brings no value from outside it),
+    ``slope``: :func:`slope_ratio`'s, as the report computed it (None: no normals)."""
     p, d = prior.depth[m], depth[m]
     if p.size < 10:
         return ""
-    slope = None if normals is None else slope_ratio(prior, normals, m, camera)
     if slope is not None and slope < -0.5:
         return (f"its depth runs against the normals' (slope ratio {slope:.2g}): inverse depth or disparity, "
                 "or flipped? convert it to depth, or use --prior-kind relative")

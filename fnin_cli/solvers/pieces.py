@@ -304,24 +304,34 @@ def pin_pieces(system: NormalSystem, z: np.ndarray, weights: dict | None, pins, 
 AGREE_TOL = 1.0
 
 
-def _piece_edges(system: NormalSystem, labels: np.ndarray, k: int):
+def _piece_edges(system: NormalSystem, labels: np.ndarray, k: int) -> list:
     """Per axis, piece ``k``'s boundary edges: (p, q, a, n, sign) with sign +1 where the
     piece is at q (sign * (z_q - z_p): the piece's unknown minus its neighbour's)."""
+    out = []
     for p, q, a, n in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
         in_p, in_q = labels[p] == k, labels[q] == k
         e = in_p ^ in_q
-        yield p[e], q[e], a, n, np.where(in_q[e], 1.0, -1.0)
+        out.append((p[e], q[e], a, n, np.where(in_q[e], 1.0, -1.0)))
+    return out
 
 
-def agreeing_edges(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL) -> np.ndarray:
+def _agree(z: np.ndarray, p, q, a, n, tol: float) -> np.ndarray:
+    """Edges p-q whose two one-sided residuals |a dz + n| are both within ``tol``."""
+    dz = z[q] - z[p]
+    return np.maximum(np.abs(a[p] * dz + n[p]), np.abs(a[q] * dz + n[q])) <= tol
+
+
+def agreeing_edges(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL,
+                   edges: list | None = None) -> np.ndarray:
     """(edges,) bool over piece ``k``'s boundary edges (horizontal, then vertical): both
-    one-sided residuals within ``tol`` (the edge agrees with both pixels' normals)."""
-    out = [np.maximum(np.abs(a[p] * (z[q] - z[p]) + n[p]), np.abs(a[q] * (z[q] - z[p]) + n[q])) <= tol
-           for p, q, a, n, _ in _piece_edges(system, labels, k)]
+    one-sided residuals within ``tol`` (the edge agrees with both pixels' normals).
+    ``edges``: :func:`_piece_edges`' where the caller has them."""
+    out = [_agree(z, p, q, a, n, tol) for p, q, a, n, _ in (edges or _piece_edges(system, labels, k))]
     return np.concatenate(out) if out else np.zeros(0, bool)
 
 
-def bridge_shift(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL) -> float:
+def bridge_shift(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL,
+                 edges: list | None = None) -> float:
     """The shift of piece ``k``'s unknown under which the most edges of its boundary agree
     with both pixels' normals (:func:`agreeing_edges`): the middle of the best interval of
     shifts. Where a jump closes (the piece meets the rest through a continuous stretch),
@@ -340,7 +350,7 @@ def bridge_shift(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int
     -5.0
     """
     lo_all, hi_all = [], []
-    for p, q, a, n, sign in _piece_edges(system, labels, k):
+    for p, q, a, n, sign in (edges or _piece_edges(system, labels, k)):
         dz = z[q] - z[p]
         bounds = []
         for aa, nn in ((a[p], n[p]), (a[q], n[q])):
@@ -373,14 +383,15 @@ def outline_pixels(system: NormalSystem) -> np.ndarray:
     return ~inner[system.mask]
 
 
-def jump_sides(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL) -> tuple:
+def jump_sides(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL,
+               edges: list | None = None) -> tuple:
     """(in front, behind): piece ``k``'s boundary edges that do not agree with both normals
     where the piece's side is nearer than both normals predict (in front), or farther than
     both (behind). The unknown grows with depth (depth or log-depth)."""
     front = behind = 0
-    for p, q, a, n, sign in _piece_edges(system, labels, k):
+    for p, q, a, n, sign in (edges or _piece_edges(system, labels, k)):
         dz = z[q] - z[p]
-        agree = np.maximum(np.abs(a[p] * dz + n[p]), np.abs(a[q] * dz + n[q])) <= tol
+        agree = _agree(z, p, q, a, n, tol)
         with np.errstate(divide="ignore", invalid="ignore"):
             pa, pb = sign * (-n[p] / a[p]), sign * (-n[q] / a[q])
         d = sign * dz
@@ -435,14 +446,16 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
             continue
         k = int(k)
         members = labels == k
-        shift = bridge_shift(system, z, labels, k)
+        edges = _piece_edges(system, labels, k)        # scanned once, read by all four tests
+        shift = bridge_shift(system, z, labels, k, edges=edges)
         trial = z.copy()
         trial[members] += shift
-        before, after = agreeing_edges(system, z, labels, k), agreeing_edges(system, trial, labels, k)
+        before = agreeing_edges(system, z, labels, k, edges=edges)
+        after = agreeing_edges(system, trial, labels, k, edges=edges)
         closing, now = int((after & ~before).sum()), int(before.sum())
         if closing < min_edges or closing <= now:
             continue
-        front, behind = jump_sides(system, trial, labels, k)
+        front, behind = jump_sides(system, trial, labels, k, edges=edges)
         if front > behind:
             z = trial
             moved.append((k, int(sizes[k]), shift))
