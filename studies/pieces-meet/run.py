@@ -15,6 +15,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crease import place_creases  # noqa: E402
 from figure import place_figures  # noqa: E402
 
 from dataclasses import replace  # noqa: E402
@@ -22,7 +23,7 @@ from dataclasses import replace  # noqa: E402
 from fnin_cli.bench.cases import align_and_errors, align_objects, resolve_cases  # noqa: E402
 from fnin_cli.config import DEFAULT  # noqa: E402
 from fnin_cli.pipeline import finish, integrate, run_method  # noqa: E402
-from fnin_cli.solvers.rounds import run_rounds  # noqa: E402
+from fnin_cli.solvers.rounds import rounds_start, run_rounds  # noqa: E402
 
 SETS = {"diligent": dict(data="/work/shared/data/diligent"), "meshes": dict(meshes="/work/shared/data/meshes"),
         "real-like": dict(meshes="/work/shared/data/meshes", noise="real-like"), "samples": {}, "synthetic": {}}
@@ -41,13 +42,26 @@ def with_start(start):
     return run
 
 
+def creases(inp):
+    """Candidate 3: the package's default with crease pieces placed at the rounds' start."""
+    r = run_method(inp, "fnin")
+    start, moved = r.out.z, None
+    if r.out.edge_p is not None and r.out.weights is not None and r.prior is None:
+        bridged = rounds_start(r.system, r.out.z, r.out.edge_p, r.out.weights, r.rounds)
+        start, moved = place_creases(r.system, r.out.z, bridged, r.out.weights)
+    rounds = run_rounds(r.system, start, r.out.edge_p, r.rounds_term(start), r.config, r.rounds, r.out.backend,
+                        r.hierarchy)
+    return finish(inp, r, rounds), moved or None
+
+
 # today's default: the package before this study (bridge_edges did not exist: None is the same)
 TODAY = replace(DEFAULT, rounds=replace(DEFAULT.rounds, bridge_edges=None))
 CANDIDATES = {"today": lambda inp: (integrate(inp, config=TODAY), None),
               # the package's default once candidate 2 was adopted (its own code, to check it matches)
               "package": lambda inp: (integrate(inp), None),
               "figure": with_start(place_figures),
-              "closing": with_start(lambda s, z, w: place_figures(s, z, w, closing=True))}
+              "closing": with_start(lambda s, z, w: place_figures(s, z, w, closing=True)),
+              "crease": creases}
 
 
 def made(case, res, inp, gt):
@@ -62,8 +76,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--candidates", default=",".join(CANDIDATES))
+    ap.add_argument("--bini-from", help="a results file of this script whose bini MADE is read instead of run")
     args = ap.parse_args()
     names = args.candidates.split(",")
+    bini_from = json.load(open(args.bini_from)) if args.bini_from else None
     out = {}
     with threadpool_limits(1):
         import torch
@@ -84,7 +100,10 @@ def main():
                     if info is not None:
                         r[c]["moved"] = info
                 t = time.perf_counter()
-                r["bini"] = {"made": made(case, integrate(inp, "bini"), inp, gt), "seconds": time.perf_counter() - t}
+                if bini_from is not None:
+                    r["bini"] = bini_from[name]["cases"][case.name]["bini"]
+                else:
+                    r["bini"] = {"made": made(case, integrate(inp, "bini"), inp, gt), "seconds": time.perf_counter() - t}
                 rec[case.name] = r
                 print(name, case.name, {c: round(v["made"], 4) for c, v in r.items()},
                       {c: v.get("moved") for c, v in r.items() if v.get("moved")}, flush=True)
