@@ -15,6 +15,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from behind import place_behind  # noqa: E402
 from crease import place_creases  # noqa: E402
 from figure import place_figures  # noqa: E402
 
@@ -47,21 +48,36 @@ def creases(inp):
     r = run_method(inp, "fnin")
     start, moved = r.out.z, None
     if r.out.edge_p is not None and r.out.weights is not None and r.prior is None:
-        bridged = rounds_start(r.system, r.out.z, r.out.edge_p, r.out.weights, r.rounds)
+        # the package's start before candidate 3 was adopted: bridges only
+        bridges_only = replace(r.rounds, crease_cos=None)
+        bridged = rounds_start(r.system, r.out.z, r.out.edge_p, r.out.weights, bridges_only)[0]
         start, moved = place_creases(r.system, r.out.z, bridged, r.out.weights)
     rounds = run_rounds(r.system, start, r.out.edge_p, r.rounds_term(start), r.config, r.rounds, r.out.backend,
                         r.hierarchy)
     return finish(inp, r, rounds), moved or None
 
 
+def behind(inp):
+    """Candidate 4: the package's default with occluded pieces moved behind their occluders."""
+    r = run_method(inp, "fnin")
+    start, moved = r.out.z, None
+    if r.out.edge_p is not None and r.out.weights is not None and r.prior is None:
+        placed = rounds_start(r.system, r.out.z, r.out.edge_p, r.out.weights, r.rounds)[0]
+        start, moved = place_behind(r.system, r.out.z, placed, r.out.weights)
+    rounds = run_rounds(r.system, start, r.out.edge_p, r.rounds_term(start), r.config, r.rounds, r.out.backend,
+                        r.hierarchy)
+    return finish(inp, r, rounds), moved or None
+
+
 # today's default: the package before this study (bridge_edges did not exist: None is the same)
-TODAY = replace(DEFAULT, rounds=replace(DEFAULT.rounds, bridge_edges=None))
+TODAY = replace(DEFAULT, rounds=replace(DEFAULT.rounds, bridge_edges=None, crease_cos=None))
 CANDIDATES = {"today": lambda inp: (integrate(inp, config=TODAY), None),
               # the package's default once candidate 2 was adopted (its own code, to check it matches)
               "package": lambda inp: (integrate(inp), None),
               "figure": with_start(place_figures),
               "closing": with_start(lambda s, z, w: place_figures(s, z, w, closing=True)),
-              "crease": creases}
+              "crease": creases,
+              "behind": behind}
 
 
 def made(case, res, inp, gt):

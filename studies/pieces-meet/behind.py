@@ -1,0 +1,42 @@
+"""Candidate 4 'behind' (README.md): after the package's start (bridges, creases), each loose
+piece of Stage II's weights that no rule moved and that borders an occluding contour is moved
+back, never forward, by the least amount that puts it behind its occluder along every
+occluding edge."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fnin_cli.config import DEFAULT
+from fnin_cli.solvers.pieces import REPORT_MIN_PIXELS, _piece_edges, cut_pieces
+from fnin_cli.solvers.rounds import view_cosine
+from fnin_cli.solvers.system import NormalSystem
+
+
+def place_behind(system: NormalSystem, z: np.ndarray, start: np.ndarray, weights: dict,
+                 cos_min: float = DEFAULT.rounds.crease_cos, min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
+    """``start`` (the package's rounds' start) with each occluded piece moved back; ``z`` is the
+    method's own result (a piece that differs there was placed by a rule and is left alone).
+    An occluding edge of a piece: its outside pixel's view cosine is below ``cos_min``, its
+    own at least that."""
+    labels, sizes, _ = cut_pieces(system, weights)
+    c = view_cosine(system)
+    out = np.array(start, dtype=np.float64, copy=True)
+    moved = []
+    for k in range(1, len(sizes)):
+        if sizes[k] < min_pixels:
+            break
+        members = labels == k
+        if np.any(out[members] != z[members]):
+            continue
+        ahead = []
+        for p, q, _, _, sign in _piece_edges(system, labels, k):
+            inside, other = np.where(sign > 0, q, p), np.where(sign > 0, p, q)
+            occluding = (c[other] < cos_min) & (c[inside] >= cos_min)
+            ahead.append((out[other] - out[inside])[occluding])
+        ahead = np.concatenate(ahead)
+        if ahead.size and ahead.max() > 0:
+            t = float(ahead.max())
+            out[members] += t
+            moved.append((k, int(sizes[k]), t))
+    return out, moved
