@@ -20,6 +20,7 @@ _OPTIONS = {
     "device": ("device", r"auto|cpu|cuda|mps"),
     "method": ("method", r"[a-z][\w-]*"), "mask": ("mask", None), "K": ("K", None),
     "mean-depth": ("mean_depth", None), "depth-at": ("depth_at", None), "refine": ("refine", None),
+    "depth-prior": ("depth_prior", None),
     "mesh-axes": ("axes", r"opencv|opengl"),
 }
 _OPTION_RE = re.compile(r"--(" + "|".join(sorted(map(re.escape, _OPTIONS), key=len, reverse=True)) + r")\b(?!-)"

@@ -175,10 +175,12 @@ def integrate(
     # the rounds' data term: the prior stays at their start, so free offsets stay where the
     # method put them (docs/decisions.md#refine-prior); built before the kept heap, so that at
     # camera size its two vectors are mapped on their own, not put in holes the rounds reuse
-    # a surrounded piece cut all round starts where its jump closes (docs/decisions.md#pieces-meet)
+    # a surrounded piece cut all round starts where its jump closes, one that meets the rest
+    # at a crease at the most connected reading (docs/decisions.md#pieces-meet)
     start = term = None
+    placed = []
     if run.rounds.max_rounds:
-        start = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
+        start, placed = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
         term = run.rounds_term(start)
     # the rounds and what follows them free and allocate arrays of the map's size over and
     # over: keep their pages mapped (docs/decisions.md#kept-heap)
@@ -189,6 +191,7 @@ def integrate(
                 stage("refine", 0, run.rounds.max_rounds)
             rounds = run_rounds(run.system, start, run.out.edge_p, term, run.config, run.rounds,
                                 run.out.backend, run.hierarchy, progress)
+            rounds.notes[:0] = placed
         return finish(inp, run, rounds, mean_depth, depth_at)
 
 

@@ -19,7 +19,9 @@ relative to the main piece is something no integrator can know from the normals.
 - :func:`pin_pieces` shifts pieces so that given pixels get given unknowns (the repeatable
   ``--depth-at``);
 - :func:`place_by_bridges` moves a surrounded piece that the one-shot cut all round to
-  where a jump along its boundary closes (issue 43, item 2: dome's cap).
+  where a jump along its boundary closes (issue 43, item 2: dome's cap);
+- :func:`place_at_creases` gives a piece that meets the rest at a crease, which the normals
+  cannot place, the most connected reading (least squares across its boundary: flutes).
 """
 
 from __future__ import annotations
@@ -459,4 +461,74 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
         if front > behind:
             z = trial
             moved.append((k, int(sizes[k]), shift))
+    return z, moved
+
+
+# ------------------------------------------------------------------ creases: the most connected reading
+
+def connected_shift(z: np.ndarray, edges: list) -> float:
+    """The shift t of a piece's unknown that minimises the sum over its boundary ``edges``
+    (:func:`_piece_edges`) of both one-sided residuals (a (dz + t) + n)^2: no jump on
+    average across the boundary, the reading a smooth solve takes.
+
+    Examples
+    --------
+    >>> from fnin_cli.camera import Camera
+    >>> flat = np.dstack([np.zeros((2, 4, 2)), -np.ones((2, 4, 1))])
+    >>> s = NormalSystem(flat, np.ones((2, 4), bool), Camera(None, 1.0))
+    >>> labels = np.array([0, 0, 1, 1] * 2)
+    >>> connected_shift(np.where(labels == 1, 3.0, 0.0), _piece_edges(s, labels, 1))
+    -3.0
+    """
+    num = den = 0.0
+    for p, q, a, n, sign in edges:
+        dz = z[q] - z[p]
+        for aa, nn in ((a[p], n[p]), (a[q], n[q])):
+            num -= float((sign * aa * (aa * dz + nn)).sum())
+            den += float((aa * aa).sum())
+    return num / den if den > 0 else 0.0
+
+
+def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_cos: np.ndarray, cos_min: float,
+                     skip=(), threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
+    """z with each piece that ``weights`` cut all round (at least ``min_pixels``, label not
+    in ``skip``) and that meets the rest at a crease moved by its :func:`connected_shift`,
+    and the list of (label, pixels, shift) moved.
+
+    A crease here: along the piece's whole boundary no edge has a pixel whose view cosine
+    (``view_cos``, per masked pixel) is below ``cos_min``, so no side is an occluding
+    contour. Where two sheared surfaces meet at a crease every offset closes the jump at
+    some row, so the normals do not place the piece; the least-squares reading is what a
+    smooth solve (bini's start) takes. Behind an occluding contour that reading would pull
+    the occluded piece in front, and the piece stays (studies/pieces-meet, candidate 3).
+
+    Examples
+    --------
+    A flat 2x6 map whose right half (its own piece) sits 4 units off, no pixel grazing:
+
+    >>> from fnin_cli.camera import Camera
+    >>> flat = np.dstack([np.zeros((2, 6, 2)), -np.ones((2, 6, 1))])
+    >>> s = NormalSystem(flat, np.ones((2, 6), bool), Camera(None, 1.0))
+    >>> half = np.zeros((2, 6), bool); half[:, 3:] = True
+    >>> img = half.astype(float)
+    >>> cut = {d: 0.5 * (np.roll(img, sh, axis=ax) == img)[s.mask]
+    ...        for d, sh, ax in (("u+", -1, 1), ("u-", 1, 1), ("v+", -1, 0), ("v-", 1, 0))}
+    >>> z, moved = place_at_creases(s, np.where(half[s.mask], 4.0, 0.0), cut, np.ones(12), 0.3, min_pixels=1)
+    >>> float(np.abs(z).max()), moved
+    (0.0, [(1, 6, -4.0)])
+    """
+    labels, sizes, _ = cut_pieces(system, weights, threshold)
+    z = np.array(z, dtype=np.float64, copy=True)
+    moved = []
+    for k in range(1, len(sizes)):
+        if sizes[k] < min_pixels:
+            break                                       # labels run largest first
+        if k in skip:
+            continue
+        edges = _piece_edges(system, labels, k)
+        if any(np.any(np.minimum(view_cos[p], view_cos[q]) < cos_min) for p, q, *_ in edges):
+            continue                                    # an occluding contour on its boundary
+        shift = connected_shift(z, edges)
+        z[labels == k] += shift
+        moved.append((k, int(sizes[k]), shift))
     return z, moved

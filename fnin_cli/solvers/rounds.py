@@ -27,7 +27,7 @@ from ..config import DEFAULT, IntegrationConfig, RoundsConfig
 from .backend import Backend
 from .bini import integrate_bini
 from .linear import AMGCache
-from .pieces import place_by_bridges, reattach_slivers
+from .pieces import place_at_creases, place_by_bridges, reattach_slivers
 from .stage2 import edge_prior
 from .system import DataTerm, NormalSystem
 
@@ -111,16 +111,31 @@ def rounds_prior(system: NormalSystem, edge_p, config: IntegrationConfig = DEFAU
 # ------------------------------------------------------------------ running them
 
 def rounds_start(system: NormalSystem, z: np.ndarray, edge_p, weights: dict | None, rounds: RoundsConfig,
-                 prior=None) -> np.ndarray:
-    """Where the rounds after fnin start: the method's z with each surrounded piece that
-    its weights cut all round moved to where a jump along its boundary closes
-    (:func:`~fnin_cli.solvers.pieces.place_by_bridges`, ``rounds.bridge_edges``;
-    docs/decisions.md#pieces-meet); z itself without the edge map (another method's
-    rounds), with the setting off, or with a depth ``prior`` (it places the pieces)."""
-    if edge_p is None or weights is None or not rounds.bridge_edges or prior is not None:
-        return z
-    return place_by_bridges(system, z, weights, rounds.bridge_edges)[0]
+                 prior=None) -> tuple:
+    """Where the rounds after fnin start, and notes for the caller: the method's z with each
+    piece that its weights cut all round placed (docs/decisions.md#pieces-meet)
 
+    - a surrounded piece, where a jump along its boundary closes
+      (:func:`~fnin_cli.solvers.pieces.place_by_bridges`, ``rounds.bridge_edges``);
+    - then a piece that meets the rest at a crease, by the most connected reading
+      (:func:`~fnin_cli.solvers.pieces.place_at_creases`, ``rounds.crease_cos``): the
+      normals cannot place it, and a note says so.
+
+    z itself, no notes, without the edge map (another method's rounds), with both settings
+    off, or with a depth ``prior`` (it places the pieces)."""
+    if edge_p is None or weights is None or prior is not None:
+        return z, []
+    bridged = []
+    if rounds.bridge_edges:
+        z, bridged = place_by_bridges(system, z, weights, rounds.bridge_edges)
+    if rounds.crease_cos is None:
+        return z, []
+    z, creased = place_at_creases(system, z, weights, view_cosine(system), rounds.crease_cos,
+                                  skip={k for k, _, _ in bridged})
+    notes = [f"a piece of {pixels:,} pixels meets the rest at a crease that the normals cannot place: "
+             "placed by the most connected reading (no jump on average across it); --depth-prior places it"
+             for _, pixels, _ in creased]
+    return z, notes
 
 
 @dataclass
