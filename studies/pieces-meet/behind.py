@@ -14,11 +14,13 @@ from fnin_cli.solvers.system import NormalSystem
 
 
 def place_behind(system: NormalSystem, z: np.ndarray, start: np.ndarray, weights: dict,
-                 cos_min: float = DEFAULT.rounds.crease_cos, min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
+                 cos_min: float = DEFAULT.rounds.crease_cos, min_pixels: int = REPORT_MIN_PIXELS,
+                 mostly: bool = False) -> tuple:
     """``start`` (the package's rounds' start) with each occluded piece moved back; ``z`` is the
     method's own result (a piece that differs there was placed by a rule and is left alone).
     An occluding edge of a piece: its outside pixel's view cosine is below ``cos_min``, its
-    own at least that."""
+    own at least that. ``mostly`` (candidate 5): only a piece whose boundary edges are more
+    than half occluding ones."""
     labels, sizes, _ = cut_pieces(system, weights)
     c = view_cosine(system)
     out = np.array(start, dtype=np.float64, copy=True)
@@ -29,12 +31,15 @@ def place_behind(system: NormalSystem, z: np.ndarray, start: np.ndarray, weights
         members = labels == k
         if np.any(out[members] != z[members]):
             continue
-        ahead = []
+        ahead, edges = [], 0
         for p, q, _, _, sign in _piece_edges(system, labels, k):
+            edges += len(p)
             inside, other = np.where(sign > 0, q, p), np.where(sign > 0, p, q)
             occluding = (c[other] < cos_min) & (c[inside] >= cos_min)
             ahead.append((out[other] - out[inside])[occluding])
         ahead = np.concatenate(ahead)
+        if mostly and 2 * ahead.size <= edges:
+            continue
         if ahead.size and ahead.max() > 0:
             t = float(ahead.max())
             out[members] += t

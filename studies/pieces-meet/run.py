@@ -57,13 +57,14 @@ def creases(inp):
     return finish(inp, r, rounds), moved or None
 
 
-def behind(inp):
-    """Candidate 4: the package's default with occluded pieces moved behind their occluders."""
+def behind(inp, mostly=False):
+    """Candidate 4 (5: ``mostly``): the package's default with occluded pieces moved behind
+    their occluders."""
     r = run_method(inp, "fnin")
     start, moved = r.out.z, None
     if r.out.edge_p is not None and r.out.weights is not None and r.prior is None:
         placed = rounds_start(r.system, r.out.z, r.out.edge_p, r.out.weights, r.rounds)[0]
-        start, moved = place_behind(r.system, r.out.z, placed, r.out.weights)
+        start, moved = place_behind(r.system, r.out.z, placed, r.out.weights, mostly=mostly)
     rounds = run_rounds(r.system, start, r.out.edge_p, r.rounds_term(start), r.config, r.rounds, r.out.backend,
                         r.hierarchy)
     return finish(inp, r, rounds), moved or None
@@ -77,7 +78,8 @@ CANDIDATES = {"today": lambda inp: (integrate(inp, config=TODAY), None),
               "figure": with_start(place_figures),
               "closing": with_start(lambda s, z, w: place_figures(s, z, w, closing=True)),
               "crease": creases,
-              "behind": behind}
+              "behind": behind,
+              "mostly": lambda inp: behind(inp, mostly=True)}
 
 
 def made(case, res, inp, gt):
