@@ -404,7 +404,7 @@ def jump_sides(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, 
 
 
 def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edges: int = 3,
-                     threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
+                     threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS, pieces=None) -> tuple:
     """z with each piece that ``weights`` cut all round (at least ``min_pixels``) moved to
     where a jump along its boundary closes, and the list of (label, pixels, shift) moved.
 
@@ -419,6 +419,8 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
     - after it, the piece lies in front of its neighbours along more of its remaining jump
       edges than behind (:func:`jump_sides`): a surrounded region is the figure. A
       background moved through what it surrounds (bench synthetic persp-15) is not.
+
+    ``pieces``: :func:`cut_pieces`' (labels, sizes) of ``weights`` where the caller has them.
 
     Examples
     --------
@@ -438,7 +440,7 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
     >>> bridge_shift(s, z, labels, 1), place_by_bridges(s, z, cut, min_pixels=1)[1]
     (-5.0, [])
     """
-    labels, sizes, _ = cut_pieces(system, weights, threshold)
+    labels, sizes = pieces or cut_pieces(system, weights, threshold)[:2]
     # the pieces that touch the outline, in one pass (each candidate then scans the edges)
     touches = np.bincount(labels[outline_pixels(system)], minlength=len(sizes)) > 0
     z = np.array(z, dtype=np.float64, copy=True)
@@ -489,11 +491,14 @@ def connected_shift(z: np.ndarray, edges: list) -> float:
     return num / den if den > 0 else 0.0
 
 
-def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_cos: np.ndarray, cos_min: float,
-                     skip=(), threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
+def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_cos, cos_min: float,
+                     skip=(), threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS,
+                     pieces=None) -> tuple:
     """z with each piece that ``weights`` cut all round (at least ``min_pixels``, label not
     in ``skip``) and that meets the rest at a crease moved by its :func:`connected_shift`,
-    and the list of (label, pixels, shift) moved.
+    and the list of (label, pixels, shift) moved. ``view_cos``: each masked pixel's view
+    cosine, or a function of the system that gives them (called only where a piece is
+    tested); ``pieces``: :func:`cut_pieces`' (labels, sizes) where the caller has them.
 
     A crease here: along the piece's whole boundary no edge has a pixel whose view cosine
     (``view_cos``, per masked pixel) is below ``cos_min``, so no side is an occluding
@@ -517,7 +522,7 @@ def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_co
     >>> float(np.abs(z).max()), moved
     (0.0, [(1, 6, -4.0)])
     """
-    labels, sizes, _ = cut_pieces(system, weights, threshold)
+    labels, sizes = pieces or cut_pieces(system, weights, threshold)[:2]
     z = np.array(z, dtype=np.float64, copy=True)
     moved = []
     for k in range(1, len(sizes)):
@@ -525,6 +530,8 @@ def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_co
             break                                       # labels run largest first
         if k in skip:
             continue
+        if callable(view_cos):
+            view_cos = view_cos(system)
         edges = _piece_edges(system, labels, k)
         if any(np.any(np.minimum(view_cos[p], view_cos[q]) < cos_min) for p, q, *_ in edges):
             continue                                    # an occluding contour on its boundary

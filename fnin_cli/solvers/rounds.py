@@ -27,7 +27,7 @@ from ..config import DEFAULT, IntegrationConfig, RoundsConfig
 from .backend import Backend
 from .bini import integrate_bini
 from .linear import AMGCache
-from .pieces import place_at_creases, place_by_bridges, reattach_slivers
+from .pieces import cut_pieces, place_at_creases, place_by_bridges, reattach_slivers
 from .stage2 import edge_prior
 from .system import DataTerm, NormalSystem
 
@@ -125,13 +125,15 @@ def rounds_start(system: NormalSystem, z: np.ndarray, edge_p, weights: dict | No
     off, or with a depth ``prior`` (it places the pieces)."""
     if edge_p is None or weights is None or prior is not None:
         return z, []
-    bridged = []
-    if rounds.bridge_edges:
-        z, bridged = place_by_bridges(system, z, weights, rounds.bridge_edges)
-    if rounds.crease_cos is None:
+    if not rounds.bridge_edges and rounds.crease_cos is None:
         return z, []
-    z, creased = place_at_creases(system, z, weights, view_cosine(system), rounds.crease_cos,
-                                  skip={k for k, _, _ in bridged})
+    pieces = cut_pieces(system, weights)[:2]           # both placements read the same pieces
+    bridged = creased = []
+    if rounds.bridge_edges:
+        z, bridged = place_by_bridges(system, z, weights, rounds.bridge_edges, pieces=pieces)
+    if rounds.crease_cos is not None:
+        z, creased = place_at_creases(system, z, weights, view_cosine, rounds.crease_cos,
+                                      skip={k for k, _, _ in bridged}, pieces=pieces)
     notes = [f"a piece of {pixels:,} pixels meets the rest at a crease that the normals cannot place: "
              "placed by the most connected reading (no jump on average across it); --depth-prior places it"
              for _, pixels, _ in creased]
