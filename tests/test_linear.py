@@ -154,3 +154,39 @@ def test_strength_pattern_gives_pyamgs_aggregates():
         ours = standard_aggregation(_strength_pattern(level.A, SA_THETA))[0]
         theirs = standard_aggregation(symmetric_strength_of_connection(level.A, SA_THETA))[0]
         assert (ours != theirs).nnz == 0 and ours.shape == theirs.shape
+
+
+def test_a_matrix_its_diagonal_dominates_is_solved_without_a_singular_coarse_level():
+    """Regression: a depth prior far tighter than the normals (sigma 1e-6 of the depth) left
+    no strong connection, the aggregation one empty aggregate, and the coarse LU raised
+    "Factor is exactly singular"; such a level is now the coarsest, smoothed only."""
+    import scipy.sparse as sp
+
+    from fnin_cli.solvers.linear import pcg, sa_hierarchy
+
+    n = 5000
+    A = sp.diags([-1.0, 2.0 + 1e4, -1.0], [-1, 0, 1], shape=(n, n), format="csr")
+    ml = sa_hierarchy(A)
+    assert len(ml.levels) == 1 and ml.levels[0].smooth_only
+    b = np.cos(np.arange(n))
+    x, it, res = pcg(A, b, np.zeros(n), ml.vcycle, rtol=1e-10)
+    assert res <= 1e-10 and it <= 5
+    assert np.abs(A @ x - b).max() <= 1e-8 * np.abs(b).max()
+    # refreshed and with a new finest operator, as the rounds use it
+    assert ml.refreshed(A).levels[0].smooth_only and ml.with_finest(A).levels[0].smooth_only
+
+
+def test_an_orthographic_prior_tighter_than_the_floor_integrates():
+    """Regression (issue 42's note): hill with a shifted absolute prior of sigma 1e-6 of its
+    median depth raised "Factor is exactly singular" in Stage II's coarse solve."""
+    from fnin_cli.pipeline import integrate, load_input
+    from fnin_cli.prior import MIN_SIGMA_FRACTION, DepthPrior
+
+    inp = load_input("samples/hill")
+    gt = np.load("samples/hill/depth_gt.npz")
+    gt = gt[gt.files[0]]
+    prior = DepthPrior(np.where(inp.mask, gt + 5.0, np.nan), inp.mask.astype(float), 1e-6 * float(np.nanmedian(gt)))
+    res = integrate(inp, depth_prior=prior)
+    # within three of the sigma floor the prior is held to (orthographic: of its range)
+    floor = MIN_SIGMA_FRACTION * float(np.ptp(gt[inp.mask]))
+    assert np.nanmax(np.abs(res.depth - (gt + 5.0))[inp.mask]) < 3 * floor

@@ -112,6 +112,15 @@ def sa_hierarchy(A, theta: float = SA_THETA, max_coarse: int = SA_MAX_COARSE, om
         if A.shape[0] <= max_coarse or len(levels) == max_levels:
             break
         agg, _ = standard_aggregation(_strength_pattern(A, theta))
+        used = np.diff(sp.csc_matrix(agg).indptr) > 0       # aggregates with a node in them
+        if not used.all():
+            agg = sp.csr_matrix(agg)[:, np.flatnonzero(used)]
+        if agg.shape[1] == 0:
+            # no strong connection anywhere (a data term that dominates every row, as a
+            # very tight depth prior does): nothing to coarsen, and this level is solved by
+            # a symmetric Gauss-Seidel sweep instead of a factorisation of its size
+            levels[-1].smooth_only = True
+            break
         T, B = fit_candidates(agg, B)
         d = A.diagonal()
         dinv = np.divide(1.0, d, out=np.zeros_like(d), where=d != 0)
@@ -153,10 +162,11 @@ def _strength_pattern(A, theta: float):
 
 class Level:
     """One level of a :class:`Hierarchy`: its operator A and, above the coarsest, the
-    prolongator P (coarse to fine) and the restriction R = P^T."""
+    prolongator P (coarse to fine) and the restriction R = P^T. ``smooth_only``: a coarsest
+    level that nothing could coarsen, solved by one symmetric Gauss-Seidel sweep."""
 
-    def __init__(self, A, P=None, R=None):
-        self.A, self.P, self.R = A, P, R
+    def __init__(self, A, P=None, R=None, smooth_only: bool = False):
+        self.A, self.P, self.R, self.smooth_only = A, P, R, smooth_only
 
 
 class Hierarchy:
@@ -175,7 +185,10 @@ class Hierarchy:
 
         self.levels = levels
         self._gs = amg_core.gauss_seidel
-        self._lu = splu(sp.csc_matrix(levels[-1].A)) if lu is None else lu
+        if levels[-1].smooth_only:
+            self._lu = None
+        else:
+            self._lu = splu(sp.csc_matrix(levels[-1].A)) if lu is None else lu
 
     def refreshed(self, A) -> "Hierarchy":
         """This hierarchy with its operators rebuilt for a new matrix ``A``.
@@ -188,7 +201,7 @@ class Hierarchy:
         """
         levels = []
         for old in self.levels:
-            levels.append(Level(A, old.P, old.R))
+            levels.append(Level(A, old.P, old.R, old.smooth_only))
             if old.P is not None:
                 A = _galerkin(old.R, A, old.P)
         return Hierarchy(levels)
@@ -198,7 +211,7 @@ class Hierarchy:
         the coarse operators stay those of the previous matrix. Still a symmetric
         positive-definite V-cycle; a refresh skipped when the weights change little
         between rounds (docs/decisions.md#refresh-every)."""
-        levels = [Level(A, self.levels[0].P, self.levels[0].R)] + self.levels[1:]
+        levels = [Level(A, self.levels[0].P, self.levels[0].R, self.levels[0].smooth_only)] + self.levels[1:]
         return Hierarchy(levels, self._lu if len(levels) > 1 else None)
 
     def vcycle(self, b: np.ndarray) -> np.ndarray:
@@ -209,7 +222,11 @@ class Hierarchy:
     def _cycle(self, i: int, b: np.ndarray) -> np.ndarray:
         level = self.levels[i]
         if level.P is None:
-            return self._lu.solve(b)
+            if self._lu is not None:
+                return self._lu.solve(b)
+            x = np.zeros(b.shape[0])
+            self._sweep(level.A, x, b, forward=True, backward=True)
+            return x
         A, n = level.A, b.shape[0]
         both = VCYCLE_SWEEPS == "symmetric"
         x = np.zeros(n)
