@@ -371,3 +371,27 @@ def test_model_option_measures_other_weights(tmp_path):
     p = run_cli("bench", "synthetic", "--methods", "fnin", "--model", broken)
     assert p.returncode == 2 and len([x for x in p.stderr.splitlines() if x.strip()]) == 1, p.stderr
     assert "broken.safetensors" in p.stderr
+
+
+def test_the_table_shows_the_piece_by_piece_error_beside_the_whole_one():
+    """Issue 43: where a method leaves loose pieces the normals cannot place, the table
+    shows its MADE with each piece aligned on its own beside the whole-object MADE (bench
+    synthetic persp-09: whole 0.023, pieces 1.4e-4), so luck in placing them is visible."""
+    import io as stdio
+
+    from rich.console import Console
+
+    from fnin_cli.bench.report import fmt_error, rich_table, table_legend
+
+    case = [c for c in resolve_cases("synthetic")[1] if c.name == "persp-09"][0]
+    rep = run_bench([case], ["default", "wls"], warmup=False)
+    rec = rep["cases"]["persp-09"]["default"]
+    assert rec["piece_made_mm"] < 0.01 * rec["made_mm"]
+    assert rep["mean"]["default"]["piece_made_mm"] == rec["piece_made_mm"]
+    buf = stdio.StringIO()
+    Console(file=buf, width=200, color_system=None).print(rich_table(rep))
+    text = buf.getvalue()
+    assert "piece" in text and fmt_error(rec["piece_made_mm"]) in text
+    assert "piece: MADE with each loose piece" in table_legend(rep)
+    # a method with no loose piece anywhere gets no piece column
+    assert text.count("piece") == 1 + ("piece_made_mm" in rep["mean"]["wls"])

@@ -105,7 +105,8 @@ def write_csv(path, report):
     """Write ``report`` as CSV: one row per case and method (atomic)."""
     import csv
 
-    keys = ["made_mm", "median_mm", "p95_mm", "rmse_mm", "seconds", "peak_rss_mb", "pixels", "iterations"]
+    keys = ["made_mm", "piece_made_mm", "median_mm", "p95_mm", "rmse_mm", "seconds", "peak_rss_mb", "pixels",
+            "iterations"]
     with atomic_path(path) as tmp:
         with open(tmp, "w", newline="") as fh:
             w = csv.writer(fh)
@@ -144,10 +145,19 @@ def _absolute(report) -> bool:
     return bool(report.get("prior")) and report["prior"]["kind"] != "relative"
 
 
+def _pieces(report) -> list:
+    """The methods that left a loose piece in some case (a ``piece`` column each)."""
+    means = report.get("mean") or {}
+    return [m for m in report.get("methods", []) if "piece_made_mm" in (means.get(m) or {})]
+
+
 def table_legend(report) -> str:
     """The line under :func:`rich_table`: units and marks, readable without colour."""
     unit = "mm" if report["dataset"] != "synthetic" else "units"
     line = f"MADE in {unit} (+: most accurate), s: seconds of integrate alone (*: fastest; mean row: sum)"
+    if _pieces(report):
+        line += ("; piece: MADE with each loose piece (what the normals cannot place) aligned on its own, "
+                 "-: no loose piece")
     if report.get("prior"):
         p = report["prior"]
         if _absolute(report):
@@ -161,7 +171,8 @@ def table_legend(report) -> str:
 
 def rich_table(report):
     """Rows = cases, columns = MADE and seconds per method (with a depth prior also the
-    absolute MADE, nothing fitted); the best MADE marked ``+`` (and bold green on a
+    absolute MADE, nothing fitted; where a method left loose pieces, its MADE aligned piece
+    by piece); the best MADE marked ``+`` (and bold green on a
     terminal), the fastest ``*``: the marks read without colour."""
     from rich import box
     from rich.table import Table
@@ -170,13 +181,16 @@ def rich_table(report):
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)  # title and legend: table_heading, table_legend
     t.add_column("case", no_wrap=True)
     absolute = _absolute(report)
+    pieces = _pieces(report)
     for m in methods:
         t.add_column(f"{m}\nMADE", justify="right")
         if absolute:
             t.add_column(f"{m}\nabs", justify="right")
+        if m in pieces:
+            t.add_column(f"{m}\npiece", justify="right")
         t.add_column(f"{m}\ns", justify="right")
 
-    def row(name, made, secs, end_section=False, absolute_made=None):
+    def row(name, made, secs, end_section=False, absolute_made=None, piece=None):
         ok_made = {m: v for m, v in made.items() if v is not None and np.isfinite(v)}
         ok_secs = {m: v for m, v in secs.items() if v is not None and np.isfinite(v)}
         best = min(ok_made, key=ok_made.get) if ok_made else None
@@ -188,6 +202,9 @@ def rich_table(report):
             if absolute:
                 a = (absolute_made or {}).get(m)
                 cells.append(fmt_error(a) if a is not None and np.isfinite(a) else "-")
+            if m in pieces:
+                p = (piece or {}).get(m)
+                cells.append(fmt_error(p) if p is not None and np.isfinite(p) else "-")
             s = f"{secs[m]:.2f}" if m in ok_secs else "-"
             cells.append(f"[bold]{s}*[/]" if m == fast else s)
         t.add_row(*cells, end_section=end_section)
@@ -197,8 +214,10 @@ def rich_table(report):
         per = report["cases"][c]
         row(c, {m: per[m].get("made_mm") for m in methods},
             {m: per[m].get("seconds") for m in methods}, end_section=i == len(names) - 1,
-            absolute_made={m: per[m].get("abs_made_mm") for m in methods})
+            absolute_made={m: per[m].get("abs_made_mm") for m in methods},
+            piece={m: per[m].get("piece_made_mm") for m in methods})
     row("mean", {m: report["mean"][m]["made_mm"] for m in methods},
         {m: report["mean"][m]["seconds_total"] if not report["mean"][m]["failed"] else None for m in methods},
-        absolute_made={m: report["mean"][m].get("abs_made_mm") for m in methods})
+        absolute_made={m: report["mean"][m].get("abs_made_mm") for m in methods},
+        piece={m: report["mean"][m].get("piece_made_mm") for m in methods})
     return t
