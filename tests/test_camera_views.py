@@ -123,3 +123,26 @@ def test_bench_size_errors_are_one_line(bad):
 def test_bench_size_goes_with_meshes_only():
     p = run_fnin(["bench", "synthetic", "--size", "64x48", "--methods", "wls"], timeout=120)
     assert p.returncode != 0 and "--size goes with" in p.stderr
+
+
+def test_two_benches_rendering_one_view_at_once_both_write_the_cache(mesh_dir, tmp_path, monkeypatch):  # noqa: F811
+    """Regression: two `fnin bench meshes --size` runs started together both wrote the
+    render cache through one temporary name, and the second rename failed ("cannot write
+    the render cache"). Each write now has a temporary file of its own."""
+    monkeypatch.setenv("FNIN_RENDER_CACHE", str(tmp_path / "cache"))
+    written = []
+    real_savez = np.savez
+
+    def savez(file, **arrays):
+        written.append(str(file))
+        if len(written) == 1:            # the other bench writes and renames while this one writes
+            camera_views.camera_view_set(mesh_dir, (120, 80))
+        real_savez(file, **arrays)
+
+    monkeypatch.setattr(np, "savez", savez)
+    (_, scene, _), = camera_views.camera_view_set(mesh_dir, (120, 80))
+    assert len(written) == 2 and written[0] != written[1]
+    cached = list((tmp_path / "cache").glob("*.npz"))
+    assert [p.name.startswith("meshes_120x80_") for p in cached] == [True]
+    (_, back, _), = camera_views.camera_view_set(mesh_dir, (120, 80))
+    assert np.array_equal(back.mask, scene.mask)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FninError
+from ..io.files import atomic_path
 
 # the bench view index (seed, meshes, layout) of the camera-size view: its two objects
 # (koala, penguin) cover ~23% of the frame, ~5.5 M masked pixels at 6000x4000, as the
@@ -89,13 +90,14 @@ def camera_view_set(meshes_dir, frame, cache: bool = True) -> list:
     name, scene, px = mesh_scenes.bench_scenes(folder, names=val, views=[(h, w, False, CAMERA_OBJECTS)],
                                                start=CAMERA_VIEW)[0]
     if path is not None:
+        # a temporary file of its own (two benches rendering the same view at once each
+        # write theirs; the last rename wins, with the same arrays)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".part.npz")
-            np.savez(tmp, name=name, normals=scene.normals, mask=scene.mask, depth=scene.depth, K=scene.K,
-                     object_id=scene.object_id.astype(np.int8))
-            tmp.replace(path)
-        except OSError as exc:
+            with atomic_path(path) as tmp:
+                np.savez(tmp, name=name, normals=scene.normals, mask=scene.mask, depth=scene.depth, K=scene.K,
+                         object_id=scene.object_id.astype(np.int8))
+        except (OSError, FninError) as exc:
             raise FninError(f"cannot write the render cache ({exc}); set FNIN_RENDER_CACHE to a writable "
                             "folder", path) from None
     return [(name, scene, px)]
