@@ -182,6 +182,9 @@ def integrate(
     if run.rounds.max_rounds:
         start, placed = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
         term = run.rounds_term(start)
+        # the method's own z, weights and discontinuity are read by nothing after this (the
+        # rounds' replace them): not held through the rounds (docs/results.md#camera-size-maps-issue-30)
+        run.out = replace(run.out, z=None, weights=None, discontinuity=None)
     # the rounds and what follows them free and allocate arrays of the map's size over and
     # over: keep their pages mapped (docs/decisions.md#kept-heap)
     with kept_heap():
