@@ -15,7 +15,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from behind import place_behind  # noqa: E402
+from behind import place_behind, place_behind_final  # noqa: E402
 from crease import place_creases  # noqa: E402
 from figure import place_figures  # noqa: E402
 
@@ -70,6 +70,20 @@ def behind(inp, mostly=False):
     return finish(inp, r, rounds), moved or None
 
 
+def behind_final(inp):
+    """Candidate 6: the package's default with the final result's occluded loose pieces moved
+    behind their occluders after the rounds."""
+    r = run_method(inp, "fnin")
+    start = r.out.z
+    if r.out.edge_p is not None and r.out.weights is not None and r.prior is None:
+        start = rounds_start(r.system, r.out.z, r.out.edge_p, r.out.weights, r.rounds)[0]
+    rounds = run_rounds(r.system, start, r.out.edge_p, r.rounds_term(start), r.config, r.rounds, r.out.backend,
+                        r.hierarchy)
+    z, moved = place_behind_final(r.system, rounds.z, rounds.weights)
+    rounds = replace(rounds, z=z)
+    return finish(inp, r, rounds), moved or None
+
+
 # today's default: the package before this study (bridge_edges did not exist: None is the same)
 TODAY = replace(DEFAULT, rounds=replace(DEFAULT.rounds, bridge_edges=None, crease_cos=None))
 CANDIDATES = {"today": lambda inp: (integrate(inp, config=TODAY), None),
@@ -79,7 +93,8 @@ CANDIDATES = {"today": lambda inp: (integrate(inp, config=TODAY), None),
               "closing": with_start(lambda s, z, w: place_figures(s, z, w, closing=True)),
               "crease": creases,
               "behind": behind,
-              "mostly": lambda inp: behind(inp, mostly=True)}
+              "mostly": lambda inp: behind(inp, mostly=True),
+              "final": behind_final}
 
 
 def made(case, res, inp, gt):
