@@ -30,7 +30,7 @@ from .solvers.backend import choose_backend
 from .solvers.linear import AMGCache
 from .solvers.pieces import cut_pieces, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
-from .solvers.rounds import RoundsResult, rounds_start, run_rounds
+from .solvers.rounds import RoundsResult, rounds_end, rounds_start, run_rounds
 from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
 
 
@@ -195,6 +195,8 @@ def integrate(
             rounds = run_rounds(run.system, start, run.out.edge_p, term, run.config, run.rounds,
                                 run.out.backend, run.hierarchy, progress)
             rounds.notes[:0] = placed
+            # a loose piece seen past an occluding contour goes behind it (docs/decisions.md#pieces-meet)
+            rounds = rounds_end(run.system, rounds, run.out.edge_p, run.rounds, run.prior)
         return finish(inp, run, rounds, mean_depth, depth_at)
 
 
@@ -291,9 +293,10 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
     if prior is not None and prior.kind == "relative":
         z, prior = fuse_relative(run, z, weights)
     pins = depth_pins(depth_at)
-    pinned = {}
+    pinned = dict(rounds.placed) if rounds is not None else {}   # how each piece was placed, by id
     if len(pins) > 1:
-        z, pinned = pin(system, z, weights, pins, inp.camera)
+        z, by_pin = pin(system, z, weights, pins, inp.camera)
+        pinned.update(by_pin)
     zimg = system.to_image(z)
     if prior is not None and prior.kind == "absolute" and not pins:
         depth, note = from_prior(zimg, inp.camera, inp.mask)

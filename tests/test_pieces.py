@@ -392,3 +392,90 @@ def test_flutes_third_pipe_is_placed_at_its_crease_and_the_warning_says_so():
     assert align_and_errors(res.depth, gt, inp.mask, True)["made"] < 6.0
     # in Python the fix is named as an argument
     assert any("crease" in w and "depth_prior places it" in w for w in res.warnings)
+
+
+# ------------------------------------------------------------------ occluders (issue 43, item 2: persp-09)
+
+def _ball_before_floor(shape=(40, 40), radius=18.0, floor=110.0):
+    """An orthographic ball (front surface z = 100 - sqrt(r^2 - d^2)) filling most of the
+    map, seen against a floor at ``floor`` behind it: the floor (the corners, the smaller
+    part) is seen past the ball's silhouette, whose pixels are near grazing. Returns
+    (system, truth z, the floor over the pixels, weights that cut the floor off)."""
+    cam = Camera(None, 1.0)
+    c = ((shape[0] - 1) / 2, (shape[1] - 1) / 2)
+    v, u = np.mgrid[:shape[0], :shape[1]].astype(float)
+    d2 = (u - c[1]) ** 2 + (v - c[0]) ** 2
+    ball = d2 < radius ** 2
+    h = np.sqrt(np.where(ball, radius ** 2 - d2, 1.0))
+    surf = analytic.from_depth_function(shape, cam, lambda uu, vv: (
+        np.where(ball, 100.0 - h, floor), np.where(ball, (u - c[1]) / h, 0.0), np.where(ball, (v - c[0]) / h, 0.0)))
+    s = NormalSystem(np.nan_to_num(surf.normals), np.ones(shape, bool), cam)
+    piece = ~ball[s.mask]
+    w = {}
+    for d, (dv, du) in {"u+": (0, 1), "u-": (0, -1), "v+": (1, 0), "v-": (-1, 0)}.items():
+        other = np.roll(~ball, (-dv, -du), axis=(0, 1))[s.mask]
+        w[d] = np.where(other != piece, 0.0, 0.5)
+    return s, s.at_pixels(surf.depth), piece, w
+
+
+def test_a_loose_piece_seen_in_front_of_its_occluder_moves_just_behind_it():
+    from fnin_cli.solvers.rounds import view_cosine
+
+    s, truth, floor, w = _ball_before_floor()
+    z = truth - np.where(floor, 14.0, 0.0)               # the floor placed in front of the ball's rim
+    placed, moved = pieces.place_behind_occluders(s, z, w, view_cosine(s), DEFAULT.rounds.occlusion_cos)
+    assert [m[:2] for m in moved] == [(1, int(floor.sum()))]
+    shift = moved[0][2]
+    assert shift > 0 and np.array_equal(placed[~floor], z[~floor])          # only the piece moves
+    assert np.allclose(placed[floor] - z[floor], shift)
+    # now behind the ball along every occluding edge, touching it at one: the least move
+    c = view_cosine(s)
+    gaps = []
+    for p, q in ((s.hp, s.hq), (s.vp, s.vq)):
+        e = floor[p] != floor[q]
+        inside, other = np.where(floor[p[e]], p[e], q[e]), np.where(floor[p[e]], q[e], p[e])
+        occl = (c[other] < DEFAULT.rounds.occlusion_cos) & (c[inside] >= DEFAULT.rounds.occlusion_cos)
+        gaps.append((placed[inside] - placed[other])[occl])
+    gaps = np.concatenate(gaps)
+    assert gaps.min() == pytest.approx(0.0, abs=1e-9) and (gaps >= -1e-9).all()
+    # and it is short of the truth (10 behind the silhouette): how far, the normals do not say
+    assert np.all(placed[floor] < truth[floor])
+
+
+def test_an_occluded_piece_already_behind_or_a_crease_piece_does_not_move():
+    from fnin_cli.solvers.rounds import view_cosine
+
+    s, truth, floor, w = _ball_before_floor()
+    assert pieces.place_behind_occluders(s, truth, w, view_cosine(s), 0.3)[1] == []     # behind already
+    s, truth, right, w = _sheared_crease()
+    z = truth - np.where(right, 5.0, 0.0)
+    assert pieces.place_behind_occluders(s, z, w, view_cosine(s), 0.3)[1] == []        # no contour
+
+
+def test_the_rounds_end_moves_occluded_pieces_after_fnin_only_and_says_how():
+    from fnin_cli.solvers import rounds
+
+    s, truth, floor, w = _ball_before_floor()
+    z = truth - np.where(floor, 14.0, 0.0)
+    res = rounds.RoundsResult(z, w, 3, 0.1)
+    edge_p = np.zeros((2,) + s.shape)
+    out = rounds.rounds_end(s, res, edge_p, DEFAULT.rounds)
+    assert out.placed == {1: pieces.BEHIND} and out.z[floor].min() > z[floor].max()
+    off = replace(DEFAULT.rounds, occlusion_cos=None)
+    for args in ((None, DEFAULT.rounds), (edge_p, off)):
+        assert rounds.rounds_end(s, res, *args) is res
+    assert rounds.rounds_end(s, res, edge_p, DEFAULT.rounds, prior=object()) is res
+
+
+def test_persp_09s_back_plane_goes_behind_the_sphere_and_is_listed_so():
+    """Regression (issue 43): bench synthetic persp-09's back plane, which the normals cannot
+    place, was left 0.11 in log-depth in front of where it lies (whole MADE 0.023 against
+    bini's 0.0087); behind the sphere's silhouette it is 0.0064."""
+    from fnin_cli.bench.cases import align_and_errors, resolve_cases
+
+    case = [c for c in resolve_cases("synthetic")[1] if c.name == "persp-09"][0]
+    inp, gt = case.load()
+    res = integrate(inp)
+    assert align_and_errors(res.depth, gt, inp.mask, True)["made"] < 0.01
+    (piece,) = res.loose_pieces
+    assert piece["placed"] == pieces.BEHIND

@@ -10,7 +10,10 @@ runs N of them after any method. This module owns everything about them:
 - where they run (:class:`~fnin_cli.solvers.backend.Backend`: AMG on the CPU, or the pixel
   grid on a GPU when Stage II ran there), falling back to the CPU where the GPU's memory
   runs out;
-- the sliver reattachment after them (:func:`~fnin_cli.solvers.pieces.reattach_slivers`).
+- where they start (:func:`rounds_start`: pieces cut all round placed at a bridge or a
+  crease);
+- the sliver reattachment after them (:func:`~fnin_cli.solvers.pieces.reattach_slivers`),
+  and then loose pieces seen past an occluding contour moved behind it (:func:`rounds_end`).
 
 Studies change the rounds through :func:`run_rounds`' ``stop``, ``adjust`` and ``bias``
 arguments; :func:`fnin_cli.pipeline.integrate` has no such hooks.
@@ -19,7 +22,7 @@ arguments; :func:`fnin_cli.pipeline.integrate` has no such hooks.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -27,7 +30,7 @@ from ..config import DEFAULT, IntegrationConfig, RoundsConfig
 from .backend import Backend
 from .bini import integrate_bini
 from .linear import AMGCache
-from .pieces import cut_pieces, place_at_creases, place_by_bridges, reattach_slivers
+from .pieces import BEHIND, cut_pieces, place_at_creases, place_behind_occluders, place_by_bridges, reattach_slivers
 from .stage2 import edge_prior
 from .system import DataTerm, NormalSystem
 
@@ -142,13 +145,29 @@ def rounds_start(system: NormalSystem, z: np.ndarray, edge_p, weights: dict | No
 
 @dataclass
 class RoundsResult:
-    """What :func:`run_rounds` returns: z, the last weights, rounds run, seconds, notes."""
+    """What :func:`run_rounds` returns: z, the last weights, rounds run, seconds, notes;
+    ``placed``: how :func:`rounds_end` placed loose pieces ({piece id: how})."""
 
     z: np.ndarray
     weights: dict
     rounds: int
     seconds: float
     notes: list = field(default_factory=list)
+    placed: dict = field(default_factory=dict)
+
+
+def rounds_end(system: NormalSystem, result: RoundsResult, edge_p, rounds: RoundsConfig, prior=None) -> RoundsResult:
+    """The rounds' result with each loose piece seen past an occluding contour moved behind
+    its occluder (:func:`~fnin_cli.solvers.pieces.place_behind_occluders`,
+    ``rounds.occlusion_cos``; docs/decisions.md#pieces-meet), and its ``placed`` saying so;
+    the result itself without the edge map (another method's rounds), with the setting
+    off, or with a depth ``prior`` (it places the pieces)."""
+    if edge_p is None or prior is not None or rounds.occlusion_cos is None:
+        return result
+    z, moved = place_behind_occluders(system, result.z, result.weights, view_cosine(system), rounds.occlusion_cos)
+    if not moved:
+        return result
+    return replace(result, z=z, placed={**result.placed, **{k: BEHIND for k, _, _ in moved}})
 
 
 def run_rounds(system: NormalSystem, z: np.ndarray, edge_p, term: DataTerm, config: IntegrationConfig,
