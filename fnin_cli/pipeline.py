@@ -195,6 +195,10 @@ def integrate(
             rounds = run_rounds(run.system, start, run.out.edge_p, term, run.config, run.rounds,
                                 run.out.backend, run.hierarchy, progress)
             rounds.notes[:0] = placed
+            if run.hierarchy is not None and run.prior is None:
+                # no solve with it follows (a relative prior's fuse would refresh it): its
+                # memory serves what does (docs/results.md#camera-size-maps-issue-30)
+                run.hierarchy.drop()
             # a loose piece seen past an occluding contour goes behind it (docs/decisions.md#pieces-meet)
             rounds = rounds_end(run.system, rounds, run.out.edge_p, run.rounds, run.prior)
         return finish(inp, run, rounds, mean_depth, depth_at)

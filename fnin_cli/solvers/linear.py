@@ -288,6 +288,11 @@ class AMGCache:
         self.hierarchy, self.calls = ml, calls + 1
         return ml
 
+    def drop(self) -> None:
+        """Let go of the kept hierarchy once no solve follows (after the rounds): its
+        operators are the largest arrays a run holds beside the system."""
+        self.hierarchy = None
+
     def after_solve(self, iterations: int) -> None:
         """After a round's solve: if it took more than ``rebuild_after`` PCG iterations, the
         kept hierarchy's aggregates no longer fit the weights (a cut the rounds opened runs
