@@ -548,7 +548,7 @@ def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_co
 
 def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, view_cos: np.ndarray,
                            cos_min: float, threshold: float = CUT_WEIGHT,
-                           min_pixels: int = REPORT_MIN_PIXELS) -> tuple:
+                           min_pixels: int = REPORT_MIN_PIXELS, pieces=None) -> tuple:
     """z with each loose piece (:func:`loose_pieces` of ``weights``) that is seen past an
     occluding contour moved back until it lies behind its occluder, and the list of
     (piece id, pixels, shift) moved.
@@ -561,7 +561,8 @@ def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, v
     far behind an occluded surface lies; they do say it is not in front of what hides it.
     A piece counts its own slivers (its grazing rim, held to it by the rounds' reattachment)
     as its own, as ``--depth-at`` does; a loose piece is cut off from the rest, so the move
-    changes nothing else (studies/pieces-meet, candidate 7).
+    changes nothing else (studies/pieces-meet, candidate 7). ``pieces``: other (labels,
+    sizes) to test, labels running largest first (a study's).
 
     Examples
     --------
@@ -581,7 +582,7 @@ def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, v
     """
     # the pieces loose_pieces lists, with its ids, each with its own slivers (a cap's grazing
     # rim is its own, not an occluder): as --depth-at moves them
-    labels, sizes = _pin_labels(system, weights, threshold)
+    labels, sizes = pieces or _pin_labels(system, weights, threshold)
     out = np.array(z, dtype=np.float64, copy=True)
     moved = []
     for k in range(1, len(sizes)):

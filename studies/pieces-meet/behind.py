@@ -49,28 +49,10 @@ def place_behind(system: NormalSystem, z: np.ndarray, start: np.ndarray, weights
 
 def place_behind_final(system: NormalSystem, z: np.ndarray, weights: dict,
                        cos_min: float = DEFAULT.rounds.crease_cos) -> tuple:
-    """Candidate 6: candidate 5's move for the loose pieces of the final result
-    (``loose_pieces`` of the rounds' weights), after the rounds: z with each such piece whose
-    boundary edges are more than half occluding ones moved back by the least amount that
-    puts it behind its occluder along every occluding edge."""
-    from fnin_cli.solvers.pieces import loose_pieces
+    """Candidate 6: candidate 5's move for the loose pieces of the final result, after the
+    rounds, each piece as ``loose_pieces`` lists it (its own rim slivers not part of it): the
+    package's ``place_behind_occluders`` (candidate 7) given the mutual-cut pieces."""
+    from fnin_cli.solvers.pieces import place_behind_occluders
 
-    c = view_cosine(system)
-    out = np.array(z, dtype=np.float64, copy=True)
-    moved = []
-    for piece in loose_pieces(system, weights):
-        members = piece["labels"]
-        labels = members.astype(np.int64)
-        ahead, edges = [], 0
-        for p, q, _, _, sign in _piece_edges(system, labels, 1):
-            edges += len(p)
-            inside, other = np.where(sign > 0, q, p), np.where(sign > 0, p, q)
-            occluding = (c[other] < cos_min) & (c[inside] >= cos_min)
-            ahead.append((out[other] - out[inside])[occluding])
-        ahead = np.concatenate(ahead) if ahead else np.zeros(0)
-        if 2 * ahead.size <= edges or ahead.max() <= 0:
-            continue
-        t = float(ahead.max())
-        out[members] += t
-        moved.append((piece["id"], piece["pixels"], t))
-    return out, moved
+    pieces = cut_pieces(system, weights, mutual=True)[:2]
+    return place_behind_occluders(system, z, weights, view_cosine(system), cos_min, pieces=pieces)
