@@ -12,7 +12,7 @@ from fnin_cli.config import DEFAULT
 from fnin_cli.camera import Camera
 from fnin_cli.data import analytic
 from fnin_cli.pipeline import build_input, integrate
-from fnin_cli.solvers import pieces
+from fnin_cli.solvers import pieces, placement
 from fnin_cli.solvers.system import NormalSystem
 
 
@@ -274,10 +274,10 @@ def _wall_and_cap(curve=-0.02, centre=(24.0, 32.0), radius=10.0, shape=(48, 64))
 def test_a_surrounded_cap_cut_all_round_moves_to_where_its_jump_closes():
     s, truth, cap, w = _wall_and_cap()
     z = truth + np.where(cap, 20.0, 0.0)                  # the cap placed 20 units behind
-    placed, moved = pieces.place_by_bridges(s, z, w)
+    placed, moved = placement.place_by_bridges(s, z, w)
     assert [(m[1]) for m in moved] == [int(cap.sum())]
     # within the agreement's tolerance (|a dz + n| <= AGREE_TOL) of the truth, from 20 off
-    assert np.abs(placed - truth).max() <= pieces.AGREE_TOL / np.abs(s.a_u[cap]).min()
+    assert np.abs(placed - truth).max() <= placement.AGREE_TOL / np.abs(s.a_u[cap]).min()
     # the jump elsewhere on its rim keeps it cut: the weights are not what moved it
     assert pieces.loose_pieces(s, w)[0]["pixels"] == int(cap.sum())
 
@@ -285,21 +285,21 @@ def test_a_surrounded_cap_cut_all_round_moves_to_where_its_jump_closes():
 def test_a_piece_a_bridge_would_put_behind_what_surrounds_it_stays():
     s, truth, cap, w = _wall_and_cap(curve=0.02)         # the cap recedes: it would be behind
     z = truth + np.where(cap, -20.0, 0.0)
-    placed, moved = pieces.place_by_bridges(s, z, w)
+    placed, moved = placement.place_by_bridges(s, z, w)
     assert moved == [] and np.array_equal(placed, z)
 
 
 def test_a_piece_on_the_mask_outline_is_not_placed_by_a_bridge():
     s, truth, cap, w = _wall_and_cap(centre=(24.0, 9.0))  # the disc reaches the image's left edge
-    assert pieces.outline_pixels(s)[cap].any()
+    assert placement.outline_pixels(s)[cap].any()
     z = truth + np.where(cap, 20.0, 0.0)
-    assert pieces.place_by_bridges(s, z, w)[1] == []
+    assert placement.place_by_bridges(s, z, w)[1] == []
 
 
 def test_a_shift_within_the_tolerance_is_not_a_bridge():
     s, truth, cap, w = _wall_and_cap()
     z = truth + np.where(cap, 0.3, 0.0)                   # already agreeing where the jump closes
-    assert pieces.place_by_bridges(s, z, w)[1] == []
+    assert placement.place_by_bridges(s, z, w)[1] == []
 
 
 def test_the_rounds_start_at_the_bridge_after_fnin_only(monkeypatch):
@@ -351,7 +351,7 @@ def test_a_piece_meeting_the_rest_at_a_sheared_crease_takes_the_most_connected_r
 
     s, truth, right, w = _sheared_crease()
     z = truth + np.where(right, 5.0, 0.0)                # the right plane 5 units off
-    placed, moved = pieces.place_at_creases(s, z, w, view_cosine(s), DEFAULT.rounds.crease_cos)
+    placed, moved = placement.place_at_creases(s, z, w, view_cosine(s), DEFAULT.rounds.crease_cos)
     assert [m[:2] for m in moved] == [(1, int(right.sum()))]
     # zero jump on average is the truth here, up to the rows' weights (each side's n_z)
     assert np.abs(placed - truth).max() < 1e-3
@@ -369,7 +369,7 @@ def test_a_piece_behind_an_occluding_contour_is_not_read_as_a_crease():
     s, truth, right, w = _sheared_crease(steep_seam=True)
     assert view_cosine(s).min() < DEFAULT.rounds.crease_cos
     z = truth + np.where(right, 5.0, 0.0)
-    placed, moved = pieces.place_at_creases(s, z, w, view_cosine(s), DEFAULT.rounds.crease_cos)
+    placed, moved = placement.place_at_creases(s, z, w, view_cosine(s), DEFAULT.rounds.crease_cos)
     assert moved == [] and np.array_equal(placed, z)
     # the setting off: the crease of the other test stays where it was put
     from fnin_cli.solvers import rounds
@@ -423,7 +423,7 @@ def test_a_loose_piece_seen_in_front_of_its_occluder_moves_just_behind_it():
 
     s, truth, floor, w = _ball_before_floor()
     z = truth - np.where(floor, 14.0, 0.0)               # the floor placed in front of the ball's rim
-    placed, moved = pieces.place_behind_occluders(s, z, w, view_cosine(s), DEFAULT.rounds.occlusion_cos)
+    placed, moved = placement.place_behind_occluders(s, z, w, view_cosine(s), DEFAULT.rounds.occlusion_cos)
     assert [m[:2] for m in moved] == [(1, int(floor.sum()))]
     shift = moved[0][2]
     assert shift > 0 and np.array_equal(placed[~floor], z[~floor])          # only the piece moves
@@ -446,10 +446,10 @@ def test_an_occluded_piece_already_behind_or_a_crease_piece_does_not_move():
     from fnin_cli.solvers.rounds import view_cosine
 
     s, truth, floor, w = _ball_before_floor()
-    assert pieces.place_behind_occluders(s, truth, w, view_cosine(s), 0.3)[1] == []     # behind already
+    assert placement.place_behind_occluders(s, truth, w, view_cosine(s), 0.3)[1] == []     # behind already
     s, truth, right, w = _sheared_crease()
     z = truth - np.where(right, 5.0, 0.0)
-    assert pieces.place_behind_occluders(s, z, w, view_cosine(s), 0.3)[1] == []        # no contour
+    assert placement.place_behind_occluders(s, z, w, view_cosine(s), 0.3)[1] == []        # no contour
 
 
 def test_the_rounds_end_moves_occluded_pieces_after_fnin_only_and_says_how():
@@ -460,7 +460,7 @@ def test_the_rounds_end_moves_occluded_pieces_after_fnin_only_and_says_how():
     res = rounds.RoundsResult(z, w, 3, 0.1)
     edge_p = np.zeros((2,) + s.shape)
     out = rounds.rounds_end(s, res, edge_p, DEFAULT.rounds)
-    assert out.placed == {1: pieces.BEHIND} and out.z[floor].min() > z[floor].max()
+    assert out.placed == {1: placement.BEHIND} and out.z[floor].min() > z[floor].max()
     off = replace(DEFAULT.rounds, occlusion_cos=None)
     for args in ((None, DEFAULT.rounds), (edge_p, off)):
         assert rounds.rounds_end(s, res, *args) is res
@@ -478,4 +478,4 @@ def test_persp_09s_back_plane_goes_behind_the_sphere_and_is_listed_so():
     res = integrate(inp)
     assert align_and_errors(res.depth, gt, inp.mask, True)["made"] < 0.01
     (piece,) = res.loose_pieces
-    assert piece["placed"] == pieces.BEHIND
+    assert piece["placed"] == placement.BEHIND

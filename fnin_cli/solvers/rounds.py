@@ -30,7 +30,8 @@ from ..config import DEFAULT, IntegrationConfig, RoundsConfig
 from .backend import Backend
 from .bini import integrate_bini
 from .linear import AMGCache
-from .pieces import BEHIND, cut_pieces, place_at_creases, place_behind_occluders, place_by_bridges, reattach_slivers
+from .pieces import cut_pieces, reattach_slivers
+from .placement import BEHIND, place_at_creases, place_behind_occluders, place_by_bridges
 from .stage2 import edge_prior
 from .system import DataTerm, NormalSystem
 
@@ -119,9 +120,9 @@ def rounds_start(system: NormalSystem, z: np.ndarray, edge_p, weights: dict | No
     piece that its weights cut all round placed (docs/decisions.md#pieces-meet)
 
     - a surrounded piece, where a jump along its boundary closes
-      (:func:`~fnin_cli.solvers.pieces.place_by_bridges`, ``rounds.bridge_edges``);
+      (:func:`~fnin_cli.solvers.placement.place_by_bridges`, ``rounds.bridge_edges``);
     - then a piece that meets the rest at a crease, by the most connected reading
-      (:func:`~fnin_cli.solvers.pieces.place_at_creases`, ``rounds.crease_cos``): the
+      (:func:`~fnin_cli.solvers.placement.place_at_creases`, ``rounds.crease_cos``): the
       normals cannot place it, and a note says so.
 
     z itself, no notes, without the edge map (another method's rounds), with both settings
@@ -158,7 +159,7 @@ class RoundsResult:
 
 def rounds_end(system: NormalSystem, result: RoundsResult, edge_p, rounds: RoundsConfig, prior=None) -> RoundsResult:
     """The rounds' result with each loose piece seen past an occluding contour moved behind
-    its occluder (:func:`~fnin_cli.solvers.pieces.place_behind_occluders`,
+    its occluder (:func:`~fnin_cli.solvers.placement.place_behind_occluders`,
     ``rounds.occlusion_cos``; docs/decisions.md#pieces-meet), and its ``placed`` saying so;
     the result itself without the edge map (another method's rounds), with the setting
     off, or with a depth ``prior`` (it places the pieces)."""

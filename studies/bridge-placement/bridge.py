@@ -1,5 +1,5 @@
 """bridge-placement's candidate, as measured inside the package at 71ab633
-(``fnin_cli.solvers.pieces.bridge_shift`` and ``place_by_bridges``, applied by
+(``fnin_cli.solvers.placement.bridge_shift`` and ``place_by_bridges``, applied by
 ``solvers.rounds.rounds_start`` when ``RoundsConfig.bridge_edges`` was set); not adopted
 (README.md), so it lives here."""
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from fnin_cli.config import DEFAULT
-from fnin_cli.solvers.pieces import REPORT_MIN_PIXELS, _piece_edges, cut_pieces
+from fnin_cli.solvers.pieces import REPORT_MIN_PIXELS, cut_pieces
+from fnin_cli.solvers.placement import _piece_edges
 from fnin_cli.solvers.rounds import view_cosine
 from fnin_cli.solvers.system import NormalSystem
 
@@ -52,7 +53,7 @@ def place_behind_final(system: NormalSystem, z: np.ndarray, weights: dict,
     """Candidate 6: candidate 5's move for the loose pieces of the final result, after the
     rounds, each piece as ``loose_pieces`` lists it (its own rim slivers not part of it): the
     package's ``place_behind_occluders`` (candidate 7) given the mutual-cut pieces."""
-    from fnin_cli.solvers.pieces import place_behind_occluders
+    from fnin_cli.solvers.placement import place_behind_occluders
 
     pieces = cut_pieces(system, weights, mutual=True)[:2]
     return place_behind_occluders(system, z, weights, view_cosine(system), cos_min, pieces=pieces)

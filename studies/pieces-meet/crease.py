@@ -1,5 +1,5 @@
 """Candidate 3 'crease' (README.md), adopted: since then the package's
-``fnin_cli.solvers.pieces.place_at_creases``; this wrapper gives ``run.py`` the candidate's
+``fnin_cli.solvers.placement.place_at_creases``; this wrapper gives ``run.py`` the candidate's
 call (the bridge-placed start in, the pieces the bridges moved skipped)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from fnin_cli.config import DEFAULT
-from fnin_cli.solvers.pieces import cut_pieces, place_at_creases
+from fnin_cli.solvers.pieces import cut_pieces
+from fnin_cli.solvers.placement import place_at_creases
 from fnin_cli.solvers.rounds import view_cosine
 from fnin_cli.solvers.system import NormalSystem
 

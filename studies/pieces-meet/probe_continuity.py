@@ -12,7 +12,8 @@ from probe_midpoint import edge_rows, midpoint_shift  # noqa: E402
 from threadpoolctl import threadpool_limits
 from fnin_cli.bench.cases import resolve_cases
 from fnin_cli.pipeline import run_method
-from fnin_cli.solvers.pieces import cut_pieces, jump_sides
+from fnin_cli.solvers.pieces import cut_pieces
+from fnin_cli.solvers.placement import jump_sides
 
 with threadpool_limits(1):
     import torch
