@@ -172,36 +172,42 @@ def integrate(
     check_scale(inp, mean_depth, depth_at, prior)
     run = run_method(inp, method, refine, with_overrides(DEFAULT if config is None else config, bini_k, lam,
                                                          network_side), device, model, solver, progress, stage, prior)
-    # the rounds' data term: the prior stays at their start, so free offsets stay where the
-    # method put them (docs/decisions.md#refine-prior); built before the kept heap, so that at
-    # camera size its two vectors are mapped on their own, not put in holes the rounds reuse
-    # a surrounded piece cut all round starts where its jump closes, one that meets the rest
-    # at a crease at the most connected reading (docs/decisions.md#pieces-meet)
-    start = term = None
-    placed = []
-    if run.rounds.max_rounds:
-        start, placed = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
-        term = run.rounds_term(start)
-        # the method's own z, weights and discontinuity are read by nothing after this (the
-        # rounds' replace them): not held through the rounds (docs/results.md#camera-size-maps-issue-30)
-        run.out = replace(run.out, z=None, weights=None, discontinuity=None)
+    ready = _ready_for_rounds(run) if run.rounds.max_rounds else None
     # the rounds and what follows them free and allocate arrays of the map's size over and
     # over: keep their pages mapped (docs/decisions.md#kept-heap)
     with kept_heap():
-        rounds = None
-        if term is not None:
-            if stage is not None:
-                stage("refine", 0, run.rounds.max_rounds)
-            rounds = run_rounds(run.system, start, run.out.edge_p, term, run.config, run.rounds,
-                                run.out.backend, run.hierarchy, progress)
-            rounds.notes[:0] = placed
-            if run.hierarchy is not None and run.prior is None:
-                # no solve with it follows (a relative prior's fuse would refresh it): its
-                # memory serves what does (docs/results.md#camera-size-maps-issue-30)
-                run.hierarchy.drop()
-            # a loose piece seen past an occluding contour goes behind it (docs/decisions.md#pieces-meet)
-            rounds = rounds_end(run.system, rounds, run.out.edge_p, run.rounds, run.prior)
+        rounds = None if ready is None else _the_rounds(run, *ready, progress, stage)
         return finish(inp, run, rounds, mean_depth, depth_at)
+
+
+def _ready_for_rounds(run: "MethodRun") -> tuple:
+    """(start, data term, notes) of the rounds after the method: a surrounded piece cut all
+    round starts where its jump closes, one that meets the rest at a crease at the most
+    connected reading (docs/decisions.md#pieces-meet); the term's prior stays at that start,
+    so free offsets stay where the method put them (docs/decisions.md#refine-prior). Built
+    before the kept heap, so that at camera size the term's two vectors are mapped on their
+    own, not put in holes the rounds reuse. The method's own z, weights and discontinuity
+    are read by nothing after this (the rounds' replace them) and are let go
+    (docs/results.md#camera-size-maps-issue-30)."""
+    start, notes = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
+    term = run.rounds_term(start)
+    run.out = replace(run.out, z=None, weights=None, discontinuity=None)
+    return start, term, notes
+
+
+def _the_rounds(run: "MethodRun", start, term, notes: list, progress=None, stage=None) -> RoundsResult:
+    """The rounds from ``start`` with ``term`` (:func:`_ready_for_rounds`), ``notes`` first
+    among theirs; then the AMG hierarchy is let go (no solve with it follows, but a relative
+    prior's fuse, which refreshes it) and a loose piece seen past an occluding contour goes
+    behind it (:func:`~fnin_cli.solvers.rounds.rounds_end`, docs/decisions.md#pieces-meet)."""
+    if stage is not None:
+        stage("refine", 0, run.rounds.max_rounds)
+    rounds = run_rounds(run.system, start, run.out.edge_p, term, run.config, run.rounds, run.out.backend,
+                        run.hierarchy, progress)
+    rounds.notes[:0] = notes
+    if run.hierarchy is not None and run.prior is None:
+        run.hierarchy.drop()        # its memory serves what follows (docs/results.md#camera-size-maps-issue-30)
+    return rounds_end(run.system, rounds, run.out.edge_p, run.rounds, run.prior)
 
 
 @dataclass

@@ -280,13 +280,14 @@ def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, v
 
     An occluding edge of a piece: a boundary edge whose outside pixel's view cosine
     (``view_cos``) is below ``cos_min`` (the occluder's silhouette, near grazing) and whose
-    own is not. A piece with more than half of its boundary edges occluding ones is moved
+    own is not, the outside pixel on a piece of at least ``min_pixels`` (a sliver is no
+    occluder). A piece with more than half of its boundary edges occluding ones is moved
     back, never forward, by the least amount that puts it behind its occluder along every
     occluding edge: max(0, max of z(occluder) - z(piece) there). The normals do not say how
     far behind an occluded surface lies; they do say it is not in front of what hides it.
     A piece counts its own slivers (its grazing rim, held to it by the rounds' reattachment)
     as its own, as ``--depth-at`` does; a loose piece is cut off from the rest, so the move
-    changes nothing else (studies/pieces-meet, candidate 7). ``pieces``: other (labels,
+    changes nothing else (studies/pieces-meet, candidate 8). ``pieces``: other (labels,
     sizes) to test, labels running largest first (a study's).
 
     Examples
@@ -318,7 +319,9 @@ def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, v
         for p, q, _, _, sign in _piece_edges(system, labels, k):
             edges += len(p)
             inside, other = np.where(sign > 0, q, p), np.where(sign > 0, p, q)
-            occluding = (view_cos[other] < cos_min) & (view_cos[inside] >= cos_min)
+            # a sliver is no occluder (on a sphere it is its own grazing rim, cut off)
+            occluding = ((view_cos[other] < cos_min) & (view_cos[inside] >= cos_min)
+                         & (sizes[labels[other]] >= min_pixels))
             ahead.append((out[other] - out[inside])[occluding])
         ahead = np.concatenate(ahead) if ahead else np.zeros(0)
         if 2 * ahead.size <= edges or ahead.max() <= 0:
