@@ -60,8 +60,10 @@ class Result:
     @property
     def loose_pieces(self) -> list:
         """The pieces joined to the rest only across cuts (or not at all), largest first
-        (:func:`fnin_cli.solvers.pieces.loose_pieces`, without their ``labels``);
-        computed on first use."""
+        (:func:`fnin_cli.solvers.pieces.loose_pieces`, without their ``labels``); a piece's
+        ``placed`` says how its offset was set, :data:`fnin_cli.solvers.placement.BEHIND`
+        where the default moved it behind its occluder, the pin where ``depth_at`` pinned
+        it; computed on first use."""
         return self._pieces()[0]
 
     @property
