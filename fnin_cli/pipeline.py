@@ -49,7 +49,7 @@ class Result:
     iterations: int = 1
     warnings: list = field(default_factory=list)
     rounds: int = 0                # BiNI rounds run after the method (--refine)
-    pieces_from: tuple | None = field(default=None, repr=False)  # (system, weights, placed, pinned, prior pixels)
+    pieces_from: tuple | None = field(default=None, repr=False)  # (system, weights, placed, placed by id, prior pixels)
     prior_residual: dict | None = None   # where the result and the depth prior disagree (prior.prior_report)
     prior_disagree: np.ndarray | None = field(default=None, repr=False)  # (H, W) beyond 3 sigma of the prior
 
@@ -76,7 +76,7 @@ class Result:
             loose = np.zeros(self.mask.shape, np.int32)
             found = []
             if self.pieces_from is not None:
-                system, weights, placed, pinned, prior_pixels = self.pieces_from
+                system, weights, placed, placed_by, prior_pixels = self.pieces_from
                 with kept_heap():    # the components' arrays (docs/decisions.md#kept-heap)
                     found = loose_pieces(system, weights, placed=placed)
                 ids = np.zeros(system.n, np.int32)
@@ -85,7 +85,7 @@ class Result:
                     ids[members] = piece["id"]
                     if prior_pixels is not None and prior_pixels[members].any():
                         piece["placed"] = "depth prior"
-                    piece["placed"] = pinned.get(piece["id"], piece["placed"])
+                    piece["placed"] = placed_by.get(piece["id"], piece["placed"])
                 loose[self.mask] = ids
             self._pieces_cache = (found, loose)
         return self._pieces_cache
@@ -305,10 +305,10 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
     if prior is not None and prior.kind == "relative":
         z, prior = fuse_relative(run, z, weights)
     pins = depth_pins(depth_at)
-    pinned = dict(rounds.placed) if rounds is not None else {}   # how each piece was placed, by id
+    placed_by = dict(rounds.placed) if rounds is not None else {}   # how a piece was placed, by id
     if len(pins) > 1:
-        z, by_pin = pin(system, z, weights, pins, inp.camera)
-        pinned.update(by_pin)
+        z, pinned = pin(system, z, weights, pins, inp.camera)
+        placed_by.update(pinned)
     zimg = system.to_image(z)
     if prior is not None and prior.kind == "absolute" and not pins:
         depth, note = from_prior(zimg, inp.camera, inp.mask)
@@ -337,7 +337,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         warn(warnings[-1:])
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, run.method, seconds, note, zimg, iterations, warnings, refined,
-                  (system, weights, placed, pinned, prior_pixels), residual, disagree_map)
+                  (system, weights, placed, placed_by, prior_pixels), residual, disagree_map)
 
 
 def _in_result_frame(fitted: DepthPrior, depth: np.ndarray, zimg: np.ndarray, inp: Input) -> DepthPrior:

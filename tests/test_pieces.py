@@ -248,6 +248,15 @@ def test_a_sheet_held_by_one_extrapolated_normal_is_listed_and_pins_on_its_own()
 
 # ------------------------------------------------------------------ bridges (issue 43, item 2)
 
+def _cut_around(s, region):
+    """Weights 0.5 on every edge but those across the boundary of ``region`` (an (H, W) bool
+    over a full mask, wrapping at the borders as np.roll does), where both are 0: the region
+    cut all round."""
+    inside = region[s.mask]
+    return {d: np.where(np.roll(region, (-dv, -du), axis=(0, 1))[s.mask] != inside, 0.0, 0.5)
+            for d, (dv, du) in {"u+": (0, 1), "u-": (0, -1), "v+": (1, 0), "v-": (-1, 0)}.items()}
+
+
 def _wall_and_cap(curve=-0.02, centre=(24.0, 32.0), radius=10.0, shape=(48, 64)):
     """An orthographic wall at depth 100 with a disc cap whose depth is 100 + curve * d^2,
     d = u - the disc's leftmost column: joined to the wall (depth continuous, tangent) at
@@ -263,11 +272,7 @@ def _wall_and_cap(curve=-0.02, centre=(24.0, 32.0), radius=10.0, shape=(48, 64))
         np.where(cap, 100.0 + curve * (uu - left) ** 2, 100.0), np.where(cap, 2 * curve * (uu - left), 0.0),
         np.zeros(shape)))
     s = NormalSystem(np.nan_to_num(surf.normals), np.ones(shape, bool), cam)
-    piece = cap[s.mask]
-    w = {}
-    for d, (dv, du) in {"u+": (0, 1), "u-": (0, -1), "v+": (1, 0), "v-": (-1, 0)}.items():
-        other = np.roll(cap, (-dv, -du), axis=(0, 1))[s.mask]
-        w[d] = np.where(other != piece, 0.0, 0.5)
+    piece, w = cap[s.mask], _cut_around(s, cap)
     return s, s.at_pixels(surf.depth), piece, w
 
 
@@ -338,11 +343,7 @@ def _sheared_crease(steep_seam=False, shape=(40, 48), seam=28):
     surf = analytic.from_depth_function(shape, cam, lambda uu, vv: (depth, gu, np.where(right, 0.05, 0.0)))
     n = surf.normals
     s = NormalSystem(n, np.ones(shape, bool), cam)
-    piece = right[s.mask]
-    w = {}
-    for d, (dv, du) in {"u+": (0, 1), "u-": (0, -1), "v+": (1, 0), "v-": (-1, 0)}.items():
-        other = np.roll(right, (-dv, -du), axis=(0, 1))[s.mask]
-        w[d] = np.where(other != piece, 0.0, 0.5)
+    piece, w = right[s.mask], _cut_around(s, right)
     return s, s.at_pixels(depth), piece, w
 
 
@@ -410,11 +411,7 @@ def _ball_before_floor(shape=(40, 40), radius=18.0, floor=110.0):
     surf = analytic.from_depth_function(shape, cam, lambda uu, vv: (
         np.where(ball, 100.0 - h, floor), np.where(ball, (u - c[1]) / h, 0.0), np.where(ball, (v - c[0]) / h, 0.0)))
     s = NormalSystem(np.nan_to_num(surf.normals), np.ones(shape, bool), cam)
-    piece = ~ball[s.mask]
-    w = {}
-    for d, (dv, du) in {"u+": (0, 1), "u-": (0, -1), "v+": (1, 0), "v-": (-1, 0)}.items():
-        other = np.roll(~ball, (-dv, -du), axis=(0, 1))[s.mask]
-        w[d] = np.where(other != piece, 0.0, 0.5)
+    piece, w = ~ball[s.mask], _cut_around(s, ~ball)
     return s, s.at_pixels(surf.depth), piece, w
 
 

@@ -196,6 +196,12 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
 
 # ------------------------------------------------------------------ creases: the most connected reading
 
+def _cosines(view_cos, system: NormalSystem) -> np.ndarray:
+    """The masked pixels' view cosines: ``view_cos`` itself, or what it gives for
+    ``system`` where it is a function (computed once a piece is tested)."""
+    return view_cos(system) if callable(view_cos) else view_cos
+
+
 def connected_shift(z: np.ndarray, edges: list) -> float:
     """The shift t of a piece's unknown that minimises the sum over its boundary ``edges``
     (:func:`_piece_edges`) of both one-sided residuals (a (dz + t) + n)^2: no jump on
@@ -258,8 +264,7 @@ def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_co
             break                                       # labels run largest first
         if k in skip:
             continue
-        if callable(view_cos):
-            view_cos = view_cos(system)
+        view_cos = _cosines(view_cos, system)
         edges = _piece_edges(system, labels, k)
         if any(np.any(np.minimum(view_cos[p], view_cos[q]) < cos_min) for p, q, *_ in edges):
             continue                                    # an occluding contour on its boundary
@@ -271,15 +276,14 @@ def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_co
 
 # ------------------------------------------------------------------ occluders: behind the contour
 
-def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, view_cos: np.ndarray,
-                           cos_min: float, threshold: float = CUT_WEIGHT,
+def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, view_cos, cos_min: float, threshold: float = CUT_WEIGHT,
                            min_pixels: int = REPORT_MIN_PIXELS, pieces=None) -> tuple:
     """z with each loose piece (:func:`~fnin_cli.solvers.pieces.loose_pieces` of ``weights``) that is seen past an
     occluding contour moved back until it lies behind its occluder, and the list of
     (piece id, pixels, shift) moved.
 
     An occluding edge of a piece: a boundary edge whose outside pixel's view cosine
-    (``view_cos``) is below ``cos_min`` (the occluder's silhouette, near grazing) and whose
+    (``view_cos``, as :func:`place_at_creases` takes it) is below ``cos_min`` (the occluder's silhouette, near grazing) and whose
     own is not, the outside pixel on a piece of at least ``min_pixels`` (a sliver is no
     occluder). A piece with more than half of its boundary edges occluding ones is moved
     back, never forward, by the least amount that puts it behind its occluder along every
@@ -315,6 +319,7 @@ def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, v
         if sizes[k] < min_pixels:
             break                                       # labels run largest first
         members = labels == k
+        view_cos = _cosines(view_cos, system)
         ahead, edges = [], 0
         for p, q, _, _, sign in _piece_edges(system, labels, k):
             edges += len(p)

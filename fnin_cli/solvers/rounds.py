@@ -127,9 +127,8 @@ def rounds_start(system: NormalSystem, z: np.ndarray, edge_p, weights: dict | No
 
     z itself, no notes, without the edge map (another method's rounds), with both settings
     off, or with a depth ``prior`` (it places the pieces)."""
-    if edge_p is None or weights is None or prior is not None:
-        return z, []
-    if not rounds.bridge_edges and rounds.crease_cos is None:
+    if edge_p is None or weights is None or prior is not None or (not rounds.bridge_edges
+                                                                   and rounds.crease_cos is None):
         return z, []
     pieces = cut_pieces(system, weights)[:2]           # both placements read the same pieces
     bridged = creased = []
@@ -165,7 +164,7 @@ def rounds_end(system: NormalSystem, result: RoundsResult, edge_p, rounds: Round
     off, or with a depth ``prior`` (it places the pieces)."""
     if edge_p is None or prior is not None or rounds.occlusion_cos is None:
         return result
-    z, moved = place_behind_occluders(system, result.z, result.weights, view_cosine(system), rounds.occlusion_cos)
+    z, moved = place_behind_occluders(system, result.z, result.weights, view_cosine, rounds.occlusion_cos)
     if not moved:
         return result
     return replace(result, z=z, placed={**result.placed, **{k: BEHIND for k, _, _ in moved}})

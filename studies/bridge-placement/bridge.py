@@ -1,5 +1,5 @@
 """bridge-placement's candidate, as measured inside the package at 71ab633
-(``fnin_cli.solvers.placement.bridge_shift`` and ``place_by_bridges``, applied by
+(the package's pieces module's ``bridge_shift`` and ``place_by_bridges`` then, applied by
 ``solvers.rounds.rounds_start`` when ``RoundsConfig.bridge_edges`` was set); not adopted
 (README.md), so it lives here."""
 
