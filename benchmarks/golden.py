@@ -14,8 +14,9 @@ the one-shot (``--refine 0``), ``bini`` and ``wls`` (those are DIR's ``<object>_
 
 Each sample x method writes ``<sample>_<method>.ply`` (mesh), ``_depth.npy`` and
 ``_weights.npy`` with ``--threads 1``, and the ``--json`` record to ``.json``.
-Compare: depth and weights with rtol 1e-5, the JSON records' keys identical, meshes
-byte for byte (reported, not required).
+Compare: depth and weights with rtol 1e-5, the JSON records' keys identical and their
+status, loose pieces, warnings, rounds, iterations and scale note equal, meshes byte for
+byte (reported, not required).
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ def compare(a: Path, b: Path) -> int:
         notes = []
         if sorted(ra) != sorted(rb):
             notes.append(f"json keys differ {sorted(set(ra) ^ set(rb))}")
-        if ra.get("status") != rb.get("status"):
-            notes.append(f"status {ra.get('status')} -> {rb.get('status')}")
+        for key in ("status", "loose_pieces", "warnings", "refine", "iterations", "scale_note"):
+            if ra.get(key) != rb.get(key):
+                notes.append(f"{key} differs")
         for kind in ("depth", "weights"):
             x, y = np.load(a / f"{stem}_{kind}.npy"), np.load(b / f"{stem}_{kind}.npy")
             if not np.allclose(x, y, rtol=1e-5, atol=0, equal_nan=True):

@@ -150,12 +150,30 @@ class RoundsConfig:
 
 
 @dataclass(frozen=True)
+class PiecesConfig:
+    """The pieces the weights cut apart (solvers.pieces) and how they are told and placed."""
+
+    # an edge whose two weights are both below this is a cut (docs/decisions.md#loose-pieces-report)
+    cut_weight: float = 0.2
+    # a loose piece has at least this many pixels: reported in --json, moved by the
+    # placements; smaller ones are slivers (docs/decisions.md#loose-pieces-report)
+    min_pixels: int = 50
+    # re-attaching a sliver, each boundary edge counts this plus its two weights: an edge
+    # neither side trusts still counts, a trusted one up to 3x (docs/decisions.md#sliver-reattach)
+    trust_floor: float = 1.0
+    # a boundary edge agrees with both normals where both one-sided residuals |a dz + n| are
+    # within this (the "pixels disagree with their normals" check's) (docs/decisions.md#pieces-meet)
+    agree_tol: float = 1.0
+
+
+@dataclass(frozen=True)
 class IntegrationConfig:
     """Everything :func:`fnin_cli.pipeline.integrate` needs besides its input and method."""
 
     solver: SolverConfig = field(default_factory=SolverConfig)
     one_shot: OneShotConfig = field(default_factory=OneShotConfig)
     rounds: RoundsConfig = field(default_factory=RoundsConfig)
+    pieces: PiecesConfig = field(default_factory=PiecesConfig)
 
     def as_dict(self) -> dict:
         """Plain nested dict (JSON-ready)."""

@@ -24,14 +24,16 @@ from .errors import for_caller, warn
 # the inputs' API, re-exported: the pipeline is where users find load_input and integrate
 from .inputs import ORTHO_AND_K, Input, build_input, load_input, mask_array, parse_channels  # noqa: F401
 from .resources import kept_heap
-from .prior import OUTLIER_SIGMAS, DepthPrior, as_prior, fit_relative, prior_report
-from .scale import check_scale, depth_pins, fix_scale, from_prior, pin
+from .prior import OUTLIER_SIGMAS, as_prior, prior_report
+from .priors import prior_kind
+from .scale import check_scale, depth_pins, fix_scale
 from .solvers.backend import choose_backend
 from .solvers.linear import AMGCache
-from .solvers.pieces import cut_pieces, loose_pieces
+from .solvers.pieces import Pieces, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
-from .solvers.rounds import RoundsResult, rounds_end, rounds_start, run_rounds
-from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
+from .solvers.rounds import RoundsResult, run_rounds
+from .solvers.steps import AFTER_ROUNDS, BEFORE_ROUNDS, Context, Pins, run_steps
+from .solvers.system import DIRECTIONS, NormalSystem, classic_lambda
 
 
 @dataclass
@@ -49,7 +51,7 @@ class Result:
     iterations: int = 1
     warnings: list = field(default_factory=list)
     rounds: int = 0                # BiNI rounds run after the method (--refine)
-    pieces_from: tuple | None = field(default=None, repr=False)  # (system, weights, placed, placed by id, prior pixels)
+    pieces_from: tuple | None = field(default=None, repr=False)  # (pieces, placed, placed by id, prior pixels)
     prior_residual: dict | None = None   # where the result and the depth prior disagree (prior.prior_report)
     prior_disagree: np.ndarray | None = field(default=None, repr=False)  # (H, W) beyond 3 sigma of the prior
 
@@ -76,16 +78,15 @@ class Result:
             loose = np.zeros(self.mask.shape, np.int32)
             found = []
             if self.pieces_from is not None:
-                system, weights, placed, placed_by, prior_pixels = self.pieces_from
+                pieces, placed, placed_by, prior_pixels = self.pieces_from
                 with kept_heap():    # the components' arrays (docs/decisions.md#kept-heap)
-                    found = loose_pieces(system, weights, placed=placed)
-                ids = np.zeros(system.n, np.int32)
+                    found = loose_pieces(pieces, placed=placed)
+                ids = np.zeros(pieces.system.n, np.int32)
                 for piece in found:
                     members = piece.pop("labels")
                     ids[members] = piece["id"]
-                    if prior_pixels is not None and prior_pixels[members].any():
-                        piece["placed"] = "depth prior"
-                    piece["placed"] = placed_by.get(piece["id"], piece["placed"])
+                    by_prior = prior_pixels is not None and prior_pixels[members].any()
+                    piece["placed"] = placed_by.get(piece["id"], "depth prior" if by_prior else piece["placed"])
                 loose[self.mask] = ids
             self._pieces_cache = (found, loose)
         return self._pieces_cache
@@ -174,42 +175,41 @@ def integrate(
     check_scale(inp, mean_depth, depth_at, prior)
     run = run_method(inp, method, refine, with_overrides(DEFAULT if config is None else config, bini_k, lam,
                                                          network_side), device, model, solver, progress, stage, prior)
-    ready = _ready_for_rounds(run) if run.rounds.max_rounds else None
+    ready = prepare_rounds(run) if run.rounds.max_rounds else None
     # the rounds and what follows them free and allocate arrays of the map's size over and
     # over: keep their pages mapped (docs/decisions.md#kept-heap)
     with kept_heap():
-        rounds = None if ready is None else _the_rounds(run, *ready, progress, stage)
+        rounds = None if ready is None else the_rounds(run, *ready, progress, stage)
         return finish(inp, run, rounds, mean_depth, depth_at)
 
 
-def _ready_for_rounds(run: "MethodRun") -> tuple:
-    """(start, data term, notes) of the rounds after the method: a surrounded piece cut all
-    round starts where its jump closes, one that meets the rest at a crease at the most
-    connected reading (docs/decisions.md#pieces-meet); the term's prior stays at that start,
-    so free offsets stay where the method put them (docs/decisions.md#refine-prior). Built
-    before the kept heap, so that at camera size the term's two vectors are mapped on their
-    own, not put in holes the rounds reuse. The method's own z, weights and discontinuity
-    are read by nothing after this (the rounds' replace them) and are let go
+def prepare_rounds(run: "MethodRun") -> tuple:
+    """(start, data terms, notes) of the rounds after the method: the method's z with the
+    steps before the rounds applied to Stage II's pieces (:data:`~fnin_cli.solvers.steps.BEFORE_ROUNDS`),
+    and the run's terms with the anchor at that start, so free offsets stay where the
+    method and the steps put them (docs/decisions.md#refine-prior). Built before the kept
+    heap, so that at camera size the terms' vectors are mapped on their own, not put in
+    holes the rounds reuse. The method's own z, weights and discontinuity are read by
+    nothing after this (the rounds' replace them) and are let go
     (docs/results.md#camera-size-maps-issue-30)."""
-    start, notes = rounds_start(run.system, run.out.z, run.out.edge_p, run.out.weights, run.rounds, run.prior)
-    term = run.rounds_term(start)
+    start, done = run_steps(BEFORE_ROUNDS, run.out.z, Pieces(run.system, run.out.weights, run.config.pieces),
+                            run.context())
+    terms = run.rounds_terms(start)
     run.out = replace(run.out, z=None, weights=None, discontinuity=None)
-    return start, term, notes
+    return start, terms, done.notes
 
 
-def _the_rounds(run: "MethodRun", start, term, notes: list, progress=None, stage=None) -> RoundsResult:
-    """The rounds from ``start`` with ``term`` (:func:`_ready_for_rounds`), ``notes`` first
-    among theirs; then the AMG hierarchy is let go (no solve with it follows, but a relative
-    prior's fuse, which refreshes it) and a loose piece seen past an occluding contour goes
-    behind it (:func:`~fnin_cli.solvers.rounds.rounds_end`, docs/decisions.md#pieces-meet)."""
+def the_rounds(run: "MethodRun", start, terms, notes: list, progress=None, stage=None) -> RoundsResult:
+    """The rounds from ``start`` with ``terms`` (:func:`prepare_rounds`), ``notes`` first
+    among theirs; then the AMG hierarchy is let go unless a prior's fuse solves with it."""
     if stage is not None:
         stage("refine", 0, run.rounds.max_rounds)
-    rounds = run_rounds(run.system, start, run.out.edge_p, term, run.config, run.rounds, run.out.backend,
+    rounds = run_rounds(run.system, start, run.out.edge_p, terms, run.config, run.rounds, run.out.backend,
                         run.hierarchy, progress)
     rounds.notes[:0] = notes
     if run.hierarchy is not None and run.prior is None:
         run.hierarchy.drop()        # its memory serves what follows (docs/results.md#camera-size-maps-issue-30)
-    return rounds_end(run.system, rounds, run.out.edge_p, run.rounds, run.prior)
+    return rounds
 
 
 @dataclass
@@ -226,31 +226,32 @@ class MethodRun:
     hierarchy: AMGCache | None      # Stage II's AMG hierarchy, kept for the rounds
     t0: float                       # when the run started (perf_counter)
     seconds: dict
-    prior: DepthPrior | None = None  # the depth prior (fnin_cli.prior) as given: its values on the mask count
+    prior: object = None            # the depth prior's kind (fnin_cli.priors), or None
 
     @property
     def lam(self) -> float:
-        """The prior weight lam in the system's units."""
+        """The anchor's weight in the system's units."""
         return self.args.lam
 
-    def rounds_term(self, z: np.ndarray) -> DataTerm:
-        """The data term of the rounds after the method, started at ``z``: the prior lam towards it,
-        plus the depth prior's term where there is one (:meth:`RunArgs.term`). The run lets
-        go of the depth prior's own term then: no later solve reads it, and it is two
-        float64 vectors of the masked pixels that would be held through the rounds beside
-        this term's two."""
-        term = self.args.term(z)
+    def context(self, pins=()):
+        """What the placement steps read (:class:`~fnin_cli.solvers.steps.Context`)."""
+        return Context(self.system, self.config, self.out.edge_p, self.prior, tuple(pins))
+
+    def rounds_terms(self, z: np.ndarray) -> tuple:
+        """The data terms of the rounds after the method, started at ``z``: the anchor lam
+        towards it, then the depth prior's term where there is one. The run lets go of the
+        depth prior's own term then: no later solve reads it, and it is two float64
+        vectors of the masked pixels that would be held through the rounds beside these."""
+        terms = self.args.terms(z)
         self.args = replace(self.args, prior=None)
-        return term
+        return terms
 
 
 def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = None,
                config: IntegrationConfig = DEFAULT, device: str = "auto", model=None, solver: str = "auto",
-               progress=None, stage=None, prior: DepthPrior | None = None) -> MethodRun:
+               progress=None, stage=None, prior=None) -> MethodRun:
     """The first half of :func:`integrate`: the system, the backend (chosen here, once) and
-    the method's own result. A study runs the rounds itself
-    (:func:`~fnin_cli.solvers.rounds.run_rounds`, with its stop, adjustment or prior) and
-    then :func:`finish`."""
+    the method's own result (``prior``: a :class:`~fnin_cli.prior.DepthPrior`)."""
     m = method_named(method)
     t0 = time.perf_counter()
     system = NormalSystem(inp.normals, inp.mask, inp.camera)
@@ -263,13 +264,13 @@ def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = No
     rounds = m.rounds(config, refine)
     hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
-    # an absolute prior is a term of every solve; a relative one is fitted and fused at the end
-    term = prior.term(inp.mask, inp.camera) if prior is not None and prior.kind == "absolute" else None
+    kind = prior_kind(prior)
+    term = None if kind is None else kind.term(inp.mask, inp.camera)
     args = RunArgs(lam_sys, config, backend, device, model, progress, stage,
                    rounds.stage2_rtol if shared else None, hierarchy if shared else None, term)
     out = m.run(system, inp, args)
     seconds.update(out.seconds)
-    return MethodRun(method, system, out, config, rounds, args, hierarchy, t0, seconds, prior)
+    return MethodRun(method, system, out, config, rounds, args, hierarchy, t0, seconds, kind)
 
 
 def network_device(m: Method, model=None, device: str = "auto"):
@@ -285,45 +286,49 @@ def network_device(m: Method, model=None, device: str = "auto"):
 
 def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_depth: float | None = None,
            depth_at: tuple | None = None) -> Result:
-    """The second half of :func:`integrate`: the method's result or its ``rounds``' (a
-    relative depth prior fitted to it and fused, :func:`fuse_relative`), its pieces pinned
-    (``depth_at``) and its scale fixed (by an absolute depth prior where there is one), the
-    warnings, the :class:`Result`."""
+    """The second half of :func:`integrate`: the method's result or its ``rounds``', with the
+    steps after the rounds (:data:`~fnin_cli.solvers.steps.AFTER_ROUNDS`: slivers, occluders)
+    and a depth prior's fuse applied to the final weights' pieces, its pieces pinned
+    (``depth_at``), its scale fixed, the warnings, the :class:`Result`."""
     system, out = run.system, run.out
     z, weights, discontinuity, iterations = out.z, out.weights, out.discontinuity, out.iterations
     seconds = dict(run.seconds)
     notes = list(out.warnings)
     refined = 0
+    pins = depth_pins(depth_at)
+    ctx = run.context(pins)
+    pieces = Pieces(system, rounds.weights if rounds is not None else weights, run.config.pieces)
+    placed_by = {}                     # how a piece was placed, by id
     if rounds is not None:
-        z, weights, refined = rounds.z, rounds.weights, rounds.rounds
-        seconds["refine"] = rounds.seconds
+        t = time.perf_counter()
+        z, done = run_steps(AFTER_ROUNDS, rounds.z, pieces, ctx)
+        weights, refined = rounds.weights, rounds.rounds
+        seconds["refine"] = rounds.seconds + (time.perf_counter() - t)
         iterations += rounds.rounds
         notes += rounds.notes
+        placed_by.update(done.placed)
     if discontinuity is None or refined:
         discontinuity = weights_to_discontinuity(weights, system.n)
-    prior = run.prior
-    if prior is not None and prior.kind == "relative":
-        z, prior = fuse_relative(run, z, weights)
-    pins = depth_pins(depth_at)
-    placed_by = dict(rounds.placed) if rounds is not None else {}   # how a piece was placed, by id
-    if len(pins) > 1:
-        z, pinned = pin(system, z, weights, pins, inp.camera)
-        placed_by.update(pinned)
+    kind, fitted = run.prior, None
+    if kind is not None:
+        z, fitted = kind.fuse(run, z, pieces)
+    z, pinned = run_steps((Pins(),), z, pieces, ctx)
+    placed_by.update(pinned.placed)
     zimg = system.to_image(z)
-    if prior is not None and prior.kind == "absolute" and not pins:
-        depth, note = from_prior(zimg, inp.camera, inp.mask)
+    pin0 = pins[0] if pins else None
+    if kind is not None:
+        depth, note = kind.to_depth(zimg, inp.camera, inp.mask, mean_depth, pin0)
     else:
-        depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
+        depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pin0)
     residual = disagree_map = prior_pixels = None
-    if prior is not None:
-        if prior.kind == "relative":
-            prior = _in_result_frame(prior, depth, zimg, inp)
-            note += "; relative depth prior fitted (affine in depth) and fused"
-        residual, disagree = prior_report(prior, depth, inp.mask, inp.camera, inp.normals)
+    if kind is not None:
+        fitted, more = kind.in_result(fitted, depth, zimg, inp)
+        note += more
+        residual, disagree = prior_report(fitted, depth, inp.mask, inp.camera, inp.normals)
         notes += disagree
-        on = prior.valid & inp.mask
+        on = fitted.valid & inp.mask
         disagree_map = np.zeros(inp.mask.shape, bool)
-        disagree_map[on] = np.abs(depth[on] - prior.depth[on]) > OUTLIER_SIGMAS * prior.sigma
+        disagree_map[on] = np.abs(depth[on] - fitted.depth[on]) > OUTLIER_SIGMAS * fitted.sigma
         prior_pixels = on[inp.mask]
     placed = f"by the weak links across its cuts ({run.method}{' and its rounds' if refined else ''})"
     seconds["total"] = time.perf_counter() - run.t0
@@ -337,32 +342,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         warn(warnings[-1:])
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, run.method, seconds, note, zimg, iterations, warnings, refined,
-                  (system, weights, placed, placed_by, prior_pixels), residual, disagree_map)
-
-
-def _in_result_frame(fitted: DepthPrior, depth: np.ndarray, zimg: np.ndarray, inp: Input) -> DepthPrior:
-    """A fitted relative prior (in the unknown's frame) moved as the result was when its
-    scale (perspective) or offset (orthographic) was fixed."""
-    if inp.camera.perspective:
-        factor = float(np.nanmedian(depth / np.exp(zimg)))
-        return replace(fitted, depth=fitted.depth * factor, sigma=fitted.sigma * factor)
-    return replace(fitted, depth=fitted.depth + float((depth - zimg)[inp.mask].mean()))
-
-
-def fuse_relative(run: MethodRun, z: np.ndarray, weights) -> tuple:
-    """(z, fitted prior): a relative depth prior fitted to the result z by an affine map of
-    depth (:func:`~fnin_cli.prior.fit_relative`) on the result's main piece (whose shape the
-    normals fix), then one solve with the result's weights, its prior lam towards z and the
-    fitted prior's term (:meth:`~fnin_cli.prior.DepthPrior.relative_term`), started at z."""
-    system, camera = run.system, run.system.camera
-    zimg = system.to_image(z)
-    main = system.to_image((cut_pieces(system, weights)[0] == 0).astype(float), fill=0.0) > 0
-    fitted, _ = fit_relative(run.prior, np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
-    term = DataTerm(run.lam, z).plus(fitted.relative_term(system.mask, camera))
-    # the rounds' AMG hierarchy, refreshed for this matrix, where there is one
-    z, _ = system.solve(weights, term, x0=z, method=run.args.backend.linear, rtol=run.config.one_shot.solve_rtol,
-                        hierarchy=run.hierarchy)
-    return z, fitted
+                  (pieces, placed, placed_by, prior_pixels), residual, disagree_map)
 
 
 def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,

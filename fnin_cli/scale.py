@@ -2,8 +2,8 @@
 result, and of each piece joined to the rest only across cuts.
 
 - :func:`check_scale` checks ``--mean-depth`` and ``--depth-at`` against an input;
-- :func:`pin` shifts the unknown so that the first ``--depth-at`` pixel has its depth
-  and each further one places its own loose piece;
+- pinning the pieces to ``--depth-at`` pixels is a step (:class:`fnin_cli.solvers.steps.Pins`);
+- :func:`from_prior` turns the unknown into depth where an absolute depth prior fixed it;
 - :func:`fix_scale` turns the unknown into depth, scaled (or shifted) to a masked mean or
   one known pixel, and says which in its note.
 """
@@ -14,8 +14,6 @@ import numpy as np
 
 from .camera import Camera
 from .errors import FninError
-from .solvers.pieces import pin_pieces
-from .solvers.system import NormalSystem
 
 
 def depth_pins(depth_at) -> list:
@@ -43,21 +41,6 @@ def check_scale(inp, mean_depth: float | None = None, depth_at: tuple | None = N
             raise FninError(f"--depth-at depth must be positive for a perspective camera, got {d:g}", inp.source)
     if mean_depth is not None and inp.camera.perspective and not mean_depth > 0:
         raise FninError(f"--mean-depth must be positive for a perspective camera, got {mean_depth:g}", inp.source)
-
-
-def pin(system: NormalSystem, z, weights, pins, camera: Camera) -> tuple:
-    """z with the whole map shifted to the first pin and each pinned piece to its own
-    (in the unknown: log-depth for perspective), and {piece label: how it was placed}."""
-    targets = []
-    for r, c, d in pins:   # inside the mask, positive where needed: check_scale
-        targets.append((r, c, float(np.log(d)) if camera.perspective else float(d)))
-    r0, c0, t0 = targets[0]
-    z = z + (t0 - z[system.index[r0, c0]])
-    try:
-        z, done = pin_pieces(system, z, weights, targets)
-    except ValueError as exc:
-        raise FninError(f"--depth-at: {exc}") from None
-    return z, {k: "pinned by --depth-at {},{},{:g}".format(*pins[i]) for i, k, _ in done}
 
 
 def from_prior(zimg: np.ndarray, camera: Camera, mask: np.ndarray):

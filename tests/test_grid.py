@@ -13,7 +13,10 @@ import torch
 from fnin_cli.config import DEFAULT
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.solvers.bini import bini_weights, integrate_bini
-from fnin_cli.solvers.grid import GridSystem, Multigrid, grid_rounds, grid_solve
+from fnin_cli.solvers.backend import Backend
+from fnin_cli.solvers.grid import GridSystem, Multigrid
+from fnin_cli.solvers.irls import InnerSolve, minimise
+from fnin_cli.solvers.objective import BilateralWeights, FixedTerm, Objective
 from fnin_cli.solvers.backend import Backend, choose_backend
 from fnin_cli.solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
 
@@ -80,19 +83,25 @@ def test_vcycle_is_symmetric_positive_definite():
     assert np.linalg.eigvalsh(0.5 * (M + M.T)).min() > 0
 
 
+def grid_solve(system, weights, term, x0, rtol, maxiter, device):
+    """One solve on the grid: (z over the masked pixels, iterations, relative residual)."""
+    grid = GridSystem(system, device)
+    z, it, res = grid.solve(grid.weights_images(weights), grid.term(term), grid.image(x0), rtol, maxiter)
+    return grid.vector(z), it, res
+
+
 @pytest.mark.parametrize("kind", ["persp", "ortho"])
 def test_grid_solve_reaches_the_direct_solution(kind):
     _, system, weights, lam = _random_system(kind, seed=6)
     prior = np.random.default_rng(7).normal(size=system.n) * 0.1
     A, b, _ = system.normal_equations(weights, DataTerm(lam, prior))
     exact = spla.spsolve(A.tocsc(), b)
-    z, info = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-11, 2000, "cpu")
-    assert info.residual <= 1e-11 and 0 < info.iterations < 2000
+    z, iterations, residual = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-11, 2000, "cpu")
+    assert residual <= 1e-11 and 0 < iterations < 2000
     # same solution up to the nearly free constant (lam is small against the stencil)
     np.testing.assert_allclose(z - z.mean(), exact - exact.mean(), atol=1e-6 * np.abs(exact).max())
     # a start that already solves it takes no iteration (the rounds' fixed-point stop)
-    _, again = grid_solve(system, weights, DataTerm(lam, prior), exact, 1e-6, 2000, "cpu")
-    assert again.iterations == 0
+    assert grid_solve(system, weights, DataTerm(lam, prior), exact, 1e-6, 2000, "cpu")[1] == 0
 
 
 @pytest.mark.parametrize("kind", ["persp", "ortho"])
@@ -108,7 +117,8 @@ def test_grid_rounds_match_the_cpu_rounds(kind):
     z0 = integrate(inp, "wls").z[inp.mask]
     mode = "scale" if kind == "persp" else "offset"
     cpu = integrate_bini(system, k=2.0, z0=z0, term=DataTerm(lam, z0), max_iter=8, tol=1e-4, solver="amg")
-    gpu = grid_rounds(system, z0, 2.0, DataTerm(lam, z0), 8, 1e-4, 1e-3, 5000, None, "cpu")
+    rounds = Objective(system, BilateralWeights(2.0), (FixedTerm(DataTerm(lam, z0)),))
+    gpu = minimise(rounds, z0, InnerSolve(None, 1e-3, 5000), Backend(grid="cpu"), 8, 1e-4)
     err = {}
     for name, r in (("cpu", cpu), ("grid", gpu)):
         z = system.to_image(r.z)
@@ -151,9 +161,9 @@ def test_large_maps_on_cuda_pick_the_grid_the_rest_keep_amg():
 def test_cuda_grid_gives_the_cpu_grid_answer():
     _, system, weights, lam = _random_system("persp", seed=8)
     prior = np.zeros(system.n)
-    z_cpu, i_cpu = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-8, 2000, "cpu")
-    z_gpu, i_gpu = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-8, 2000, "cuda")
-    assert abs(i_gpu.iterations - i_cpu.iterations) <= 2 + 0.1 * i_cpu.iterations
+    z_cpu, i_cpu, _ = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-8, 2000, "cpu")
+    z_gpu, i_gpu, _ = grid_solve(system, weights, DataTerm(lam, prior), prior, 1e-8, 2000, "cuda")
+    assert abs(i_gpu - i_cpu) <= 2 + 0.1 * i_cpu
     np.testing.assert_allclose(z_gpu - z_gpu.mean(), z_cpu - z_cpu.mean(), atol=1e-5 * np.abs(z_cpu).max())
 
 
@@ -241,8 +251,9 @@ def test_recorded_vcycle_replays_the_cycle_on_new_inputs():
         b = grid.image(np.random.default_rng(seed).normal(size=system.n))
         v = eager.vcycle(b).clone()
         assert float((recorded.vcycle(b) - v).abs().max()) <= 1e-12 * float(v.abs().max())
-    z, info = grid_solve(system, weights, DataTerm(lam, np.zeros(system.n)), np.zeros(system.n), 1e-8, 2000, "cuda")
-    assert info.residual <= 1e-8 and np.isfinite(z).all()
+    z, _, residual = grid_solve(system, weights, DataTerm(lam, np.zeros(system.n)), np.zeros(system.n), 1e-8, 2000,
+                                "cuda")
+    assert residual <= 1e-8 and np.isfinite(z).all()
 
 
 def test_a_gpu_too_small_for_the_grid_falls_back_to_the_cpu(monkeypatch):
@@ -257,10 +268,22 @@ def test_a_gpu_too_small_for_the_grid_falls_back_to_the_cpu(monkeypatch):
     inp = build_input(surf.normals, None, surf.support, cam.K)
     ref = integrate(inp, device="cpu")
 
-    def out_of_memory(*args, **kwargs):
-        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    real_grid = grid_module.GridSystem
 
-    monkeypatch.setattr(grid_module, "grid_solve", out_of_memory)      # Stage II
+    def fails_at(which: int, error):
+        """A GridSystem whose ``which``-th construction in a run (0: Stage II's, 1: the
+        rounds') raises ``error``."""
+        made = []
+
+        def make(*args, **kwargs):
+            made.append(1)
+            if len(made) - 1 == which:
+                raise error
+            return real_grid(*args, **kwargs)
+        return make
+
+    oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    monkeypatch.setattr(grid_module, "GridSystem", fails_at(0, oom))   # Stage II
     networks = []
     real_outputs = fnin_module.network_outputs
     monkeypatch.setattr(fnin_module, "network_outputs", lambda *a, **k: networks.append(1) or real_outputs(*a, **k))
@@ -270,15 +293,12 @@ def test_a_gpu_too_small_for_the_grid_falls_back_to_the_cpu(monkeypatch):
     assert any("too little free memory" in w for w in res.warnings)
     assert len(networks) == 1                                          # the network ran once, not again
     monkeypatch.undo()
-    monkeypatch.setattr(grid_module, "grid_rounds", out_of_memory)     # the rounds only
+    monkeypatch.setattr(grid_module, "GridSystem", fails_at(1, oom))   # the rounds only
     with pytest.warns(FninWarning, match="too little free memory"):
         res = integrate(inp, device="cpu", solver="grid:cpu")
     e_ref = aligned_error(ref.depth, surf.depth, inp.mask, "scale")
     assert aligned_error(res.depth, surf.depth, inp.mask, "scale") == pytest.approx(e_ref, rel=0.05, abs=1e-4)
 
-    def broken(*args, **kwargs):
-        raise RuntimeError("an unforeseen failure")
-
-    monkeypatch.setattr(grid_module, "grid_rounds", broken)            # other errors are not swallowed
+    monkeypatch.setattr(grid_module, "GridSystem", fails_at(1, RuntimeError("an unforeseen failure")))  # not swallowed
     with pytest.raises(RuntimeError, match="unforeseen"):
         integrate(inp, device="cpu", solver="grid:cpu")

@@ -13,7 +13,26 @@ from fnin_cli.camera import Camera
 from fnin_cli.data import analytic
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.solvers import pieces, placement
+from fnin_cli.solvers.pieces import Pieces
+from fnin_cli.solvers.steps import BEFORE_ROUNDS, Context, Occluders, run_steps, view_cosine
 from fnin_cli.solvers.system import NormalSystem
+
+
+def _cfg(**fields):
+    """DEFAULT's pieces settings with ``fields`` replaced."""
+    return replace(DEFAULT.pieces, **fields)
+
+
+def rounds_start(s, z, edge_p, w, rounds=DEFAULT.rounds, prior=None):
+    """The steps before the rounds on ``w``'s pieces: (z, notes)."""
+    z, done = run_steps(BEFORE_ROUNDS, z, Pieces(s, w), Context(s, replace(DEFAULT, rounds=rounds), edge_p, prior))
+    return z, done.notes
+
+
+def rounds_end(s, z, w, edge_p, rounds=DEFAULT.rounds, prior=None):
+    """The occluders' step after the rounds on ``w``'s pieces: (z, how each piece was placed)."""
+    z, done = run_steps((Occluders(),), z, Pieces(s, w), Context(s, replace(DEFAULT, rounds=rounds), edge_p, prior))
+    return z, done.placed
 
 
 # the default without the reattachment after its rounds
@@ -72,7 +91,7 @@ def test_a_sliver_of_pixels_moves_as_one_to_where_its_neighbours_normals_put_it(
     wm = np.full(n, 0.5)
     wm[2], wm[5] = 0.99, 0.01      # pixel 2 trusts only its left, pixel 5 only its right
     w = {"u-": wm, "u+": 1 - wm, "v-": np.full(n, 0.5), "v+": np.full(n, 0.5)}
-    out, moved = pieces.reattach_slivers(s, z, w, max_pixels=4)
+    out, moved = pieces.reattach_slivers(s, z, Pieces(s, w), max_pixels=4)
     assert moved == 2
     np.testing.assert_allclose(out, 0.5 * np.arange(n), atol=1e-12)
 
@@ -98,7 +117,7 @@ def test_a_pixel_on_a_jump_joins_one_side_not_the_middle_of_the_jump():
         for (dr, dc), towards in (((0, 1), "u-"), ((-1, 0), "v+"), ((0, -1), "u+"), ((1, 0), "v-")):
             if 0 <= k + dr < n and 0 <= k + dc < n:       # the lower surface's
                 w[towards][s.index[k + dr, k + dc]] = 0.0
-    out, moved = pieces.reattach_slivers(s, z, w)
+    out, moved = pieces.reattach_slivers(s, z, Pieces(s, w))
     assert moved == n
     np.testing.assert_array_equal(out[diag], np.zeros(n))
     np.testing.assert_array_equal(np.delete(out, diag), np.delete(z, diag))
@@ -119,7 +138,7 @@ def test_a_piece_bordering_only_a_loose_piece_is_placed_after_it():
     wm[5:] = 0.1                    # pixels 5-7 do not trust their left neighbours...
     w = {"u-": wm, "u+": 1 - wm, "v-": np.full(n, 0.5), "v+": np.full(n, 0.5)}
     w["u+"][4:7] = 0.1              # ... nor do those trust them
-    out, moved = pieces.reattach_slivers(s, z, w, max_pixels=4)
+    out, moved = pieces.reattach_slivers(s, z, Pieces(s, w), max_pixels=4)
     assert moved == 3
     np.testing.assert_allclose(out, 0.5 * np.arange(n), rtol=0, atol=1e-12)
 
@@ -146,11 +165,11 @@ def test_loose_pieces_are_listed_with_their_share():
     s, depth, w = _two_pieces()
     labels, sizes, cuts = pieces.cut_pieces(s, w)
     assert sizes.tolist() == [384, 384] and cuts.tolist() == [24, 24]
-    loose = pieces.loose_pieces(s, w, min_pixels=10)
+    loose = pieces.loose_pieces(Pieces(s, w, _cfg(min_pixels=10)))
     assert len(loose) == 1 and loose[0]["pixels"] == 384 and loose[0]["share"] == pytest.approx(0.5)
     assert loose[0]["cut_edges"] == 24 and loose[0]["placed"] == "by the method"
-    assert pieces.loose_pieces(s, None) == []                       # nothing cut: one piece
-    assert pieces.loose_pieces(s, w, min_pixels=400) == []
+    assert pieces.loose_pieces(Pieces(s, None)) == []                       # nothing cut: one piece
+    assert pieces.loose_pieces(Pieces(s, w, _cfg(min_pixels=400))) == []
 
 
 def test_pinning_each_piece_puts_the_step_back():
@@ -158,11 +177,11 @@ def test_pinning_each_piece_puts_the_step_back():
     zt = depth[s.mask]
     z = zt.copy()
     z[np.nonzero(s.mask)[1] >= 16] -= 5.0          # an integrator's answer: the step lost
-    pinned, done = pieces.pin_pieces(s, z, w, [(3, 2, depth[3, 2]), (20, 30, depth[20, 30])])
+    pinned, done = pieces.pin_pieces(s, z, Pieces(s, w), [(3, 2, depth[3, 2]), (20, 30, depth[20, 30])])
     np.testing.assert_allclose(pinned, zt, atol=1e-12)
     assert [d[2] for d in done] == [384, 384]
     with pytest.raises(ValueError, match="one piece"):
-        pieces.pin_pieces(s, z, w, [(3, 2, 0.0), (5, 5, 1.0)])
+        pieces.pin_pieces(s, z, Pieces(s, w), [(3, 2, 0.0), (5, 5, 1.0)])
 
 
 def _two_spheres():
@@ -279,18 +298,18 @@ def _wall_and_cap(curve=-0.02, centre=(24.0, 32.0), radius=10.0, shape=(48, 64))
 def test_a_surrounded_cap_cut_all_round_moves_to_where_its_jump_closes():
     s, truth, cap, w = _wall_and_cap()
     z = truth + np.where(cap, 20.0, 0.0)                  # the cap placed 20 units behind
-    placed, moved = placement.place_by_bridges(s, z, w)
+    placed, moved = placement.place_by_bridges(s, z, Pieces(s, w))
     assert [(m[1]) for m in moved] == [int(cap.sum())]
     # within the agreement's tolerance (|a dz + n| <= AGREE_TOL) of the truth, from 20 off
-    assert np.abs(placed - truth).max() <= placement.AGREE_TOL / np.abs(s.a_u[cap]).min()
+    assert np.abs(placed - truth).max() <= DEFAULT.pieces.agree_tol / np.abs(s.a_u[cap]).min()
     # the jump elsewhere on its rim keeps it cut: the weights are not what moved it
-    assert pieces.loose_pieces(s, w)[0]["pixels"] == int(cap.sum())
+    assert pieces.loose_pieces(Pieces(s, w))[0]["pixels"] == int(cap.sum())
 
 
 def test_a_piece_a_bridge_would_put_behind_what_surrounds_it_stays():
     s, truth, cap, w = _wall_and_cap(curve=0.02)         # the cap recedes: it would be behind
     z = truth + np.where(cap, -20.0, 0.0)
-    placed, moved = placement.place_by_bridges(s, z, w)
+    placed, moved = placement.place_by_bridges(s, z, Pieces(s, w))
     assert moved == [] and np.array_equal(placed, z)
 
 
@@ -298,28 +317,26 @@ def test_a_piece_on_the_mask_outline_is_not_placed_by_a_bridge():
     s, truth, cap, w = _wall_and_cap(centre=(24.0, 9.0))  # the disc reaches the image's left edge
     assert placement.outline_pixels(s)[cap].any()
     z = truth + np.where(cap, 20.0, 0.0)
-    assert placement.place_by_bridges(s, z, w)[1] == []
+    assert placement.place_by_bridges(s, z, Pieces(s, w))[1] == []
 
 
 def test_a_shift_within_the_tolerance_is_not_a_bridge():
     s, truth, cap, w = _wall_and_cap()
     z = truth + np.where(cap, 0.3, 0.0)                   # already agreeing where the jump closes
-    assert placement.place_by_bridges(s, z, w)[1] == []
+    assert placement.place_by_bridges(s, z, Pieces(s, w))[1] == []
 
 
 def test_the_rounds_start_at_the_bridge_after_fnin_only(monkeypatch):
-    from fnin_cli.solvers import rounds
-
     s, truth, cap, w = _wall_and_cap()
     z = truth + np.where(cap, 20.0, 0.0)
     edge_p = np.zeros((2,) + s.shape)
-    start, notes = rounds.rounds_start(s, z, edge_p, w, DEFAULT.rounds)
+    start, notes = rounds_start(s, z, edge_p, w, DEFAULT.rounds)
     assert np.abs(start - truth).max() < 1.1 and notes == []      # a bridge placed it: no crease note
     # no edge map (another method's rounds), both settings off, or a depth prior: z as it is
     off = replace(DEFAULT.rounds, bridge_edges=None, crease_cos=None)
     for args in ((None, w, DEFAULT.rounds), (edge_p, w, off)):
-        assert rounds.rounds_start(s, z, *args)[0] is z
-    assert rounds.rounds_start(s, z, edge_p, w, DEFAULT.rounds, prior=object())[0] is z
+        assert rounds_start(s, z, *args)[0] is z
+    assert rounds_start(s, z, edge_p, w, DEFAULT.rounds, prior=object())[0] is z
 
 
 # ------------------------------------------------------------------ creases (issue 43, item 2: flutes)
@@ -348,37 +365,29 @@ def _sheared_crease(steep_seam=False, shape=(40, 48), seam=28):
 
 
 def test_a_piece_meeting_the_rest_at_a_sheared_crease_takes_the_most_connected_reading():
-    from fnin_cli.solvers.rounds import view_cosine
-
     s, truth, right, w = _sheared_crease()
     z = truth + np.where(right, 5.0, 0.0)                # the right plane 5 units off
-    placed, moved = placement.place_at_creases(s, z, w, view_cosine(s), DEFAULT.rounds.crease_cos)
+    placed, moved = placement.place_at_creases(s, z, Pieces(s, w), view_cosine(s), DEFAULT.rounds.crease_cos)
     assert [m[:2] for m in moved] == [(1, int(right.sum()))]
     # zero jump on average is the truth here, up to the rows' weights (each side's n_z)
     assert np.abs(placed - truth).max() < 1e-3
     # the bridges do not place it (it reaches the outline), so the rounds' start does, and says so
-    from fnin_cli.solvers import rounds
-
-    start, notes = rounds.rounds_start(s, z, np.zeros((2,) + s.shape), w, DEFAULT.rounds)
+    start, notes = rounds_start(s, z, np.zeros((2,) + s.shape), w, DEFAULT.rounds)
     assert np.abs(start - truth).max() < 1e-3
     assert len(notes) == 1 and f"{int(right.sum()):,} pixels" in notes[0] and "crease" in notes[0]
 
 
 def test_a_piece_behind_an_occluding_contour_is_not_read_as_a_crease():
-    from fnin_cli.solvers.rounds import view_cosine
-
     s, truth, right, w = _sheared_crease(steep_seam=True)
     assert view_cosine(s).min() < DEFAULT.rounds.crease_cos
     z = truth + np.where(right, 5.0, 0.0)
-    placed, moved = placement.place_at_creases(s, z, w, view_cosine(s), DEFAULT.rounds.crease_cos)
+    placed, moved = placement.place_at_creases(s, z, Pieces(s, w), view_cosine(s), DEFAULT.rounds.crease_cos)
     assert moved == [] and np.array_equal(placed, z)
     # the setting off: the crease of the other test stays where it was put
-    from fnin_cli.solvers import rounds
-
     s, truth, right, w = _sheared_crease()
     z = truth + np.where(right, 5.0, 0.0)
     off = replace(DEFAULT.rounds, crease_cos=None)
-    start, notes = rounds.rounds_start(s, z, np.zeros((2,) + s.shape), w, off)
+    start, notes = rounds_start(s, z, np.zeros((2,) + s.shape), w, off)
     assert np.array_equal(start, z) and notes == []
 
 
@@ -416,11 +425,9 @@ def _ball_before_floor(shape=(40, 40), radius=18.0, floor=110.0):
 
 
 def test_a_loose_piece_seen_in_front_of_its_occluder_moves_just_behind_it():
-    from fnin_cli.solvers.rounds import view_cosine
-
     s, truth, floor, w = _ball_before_floor()
     z = truth - np.where(floor, 14.0, 0.0)               # the floor placed in front of the ball's rim
-    placed, moved = placement.place_behind_occluders(s, z, w, view_cosine(s), DEFAULT.rounds.occlusion_cos)
+    placed, moved = placement.place_behind_occluders(s, z, Pieces(s, w), view_cosine(s), DEFAULT.rounds.occlusion_cos)
     assert [m[:2] for m in moved] == [(1, int(floor.sum()))]
     shift = moved[0][2]
     assert shift > 0 and np.array_equal(placed[~floor], z[~floor])          # only the piece moves
@@ -440,28 +447,23 @@ def test_a_loose_piece_seen_in_front_of_its_occluder_moves_just_behind_it():
 
 
 def test_an_occluded_piece_already_behind_or_a_crease_piece_does_not_move():
-    from fnin_cli.solvers.rounds import view_cosine
-
     s, truth, floor, w = _ball_before_floor()
-    assert placement.place_behind_occluders(s, truth, w, view_cosine(s), 0.3)[1] == []     # behind already
+    assert placement.place_behind_occluders(s, truth, Pieces(s, w), view_cosine(s), 0.3)[1] == []     # behind already
     s, truth, right, w = _sheared_crease()
     z = truth - np.where(right, 5.0, 0.0)
-    assert placement.place_behind_occluders(s, z, w, view_cosine(s), 0.3)[1] == []        # no contour
+    assert placement.place_behind_occluders(s, z, Pieces(s, w), view_cosine(s), 0.3)[1] == []        # no contour
 
 
 def test_the_rounds_end_moves_occluded_pieces_after_fnin_only_and_says_how():
-    from fnin_cli.solvers import rounds
-
     s, truth, floor, w = _ball_before_floor()
     z = truth - np.where(floor, 14.0, 0.0)
-    res = rounds.RoundsResult(z, w, 3, 0.1)
     edge_p = np.zeros((2,) + s.shape)
-    out = rounds.rounds_end(s, res, edge_p, DEFAULT.rounds)
-    assert out.placed == {1: placement.BEHIND} and out.z[floor].min() > z[floor].max()
+    out, placed = rounds_end(s, z, w, edge_p)
+    assert placed == {1: placement.BEHIND} and out[floor].min() > z[floor].max()
     off = replace(DEFAULT.rounds, occlusion_cos=None)
     for args in ((None, DEFAULT.rounds), (edge_p, off)):
-        assert rounds.rounds_end(s, res, *args) is res
-    assert rounds.rounds_end(s, res, edge_p, DEFAULT.rounds, prior=object()) is res
+        assert rounds_end(s, z, w, *args)[0] is z
+    assert rounds_end(s, z, w, edge_p, DEFAULT.rounds, prior=object())[0] is z
 
 
 def test_persp_09s_back_plane_goes_behind_the_sphere_and_is_listed_so():

@@ -12,7 +12,7 @@ import pytest
 
 from fnin_cli import pipeline
 from fnin_cli.config import DEFAULT
-from fnin_cli.pipeline import build_input, finish, integrate, run_method
+from fnin_cli.pipeline import build_input, finish, integrate, prepare_rounds, run_method
 from fnin_cli.solvers.rounds import run_rounds
 from fnin_cli.solvers.system import DataTerm
 
@@ -42,8 +42,10 @@ def test_integrate_is_run_method_the_rounds_and_finish(refine):
     run = run_method(inp, "fnin", refine, DEFAULT)
     rounds = None
     if run.rounds.max_rounds:
-        rounds = run_rounds(run.system, run.out.z, run.out.edge_p, DataTerm(run.lam, run.out.z), run.config,
-                            run.rounds, run.out.backend, run.hierarchy)
+        start, terms, notes = prepare_rounds(run)
+        rounds = run_rounds(run.system, start, run.out.edge_p, terms, run.config, run.rounds, run.out.backend,
+                            run.hierarchy)
+        rounds.notes[:0] = notes
     res = finish(inp, run, rounds)
     np.testing.assert_array_equal(res.depth, ref.depth)
     assert res.rounds == ref.rounds and (res.rounds > 0) == (refine != 0)

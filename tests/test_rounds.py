@@ -90,8 +90,10 @@ def _rounds(system, start, edge_p, config):
     from fnin_cli.solvers.rounds import run_rounds
     from fnin_cli.solvers.system import DataTerm, classic_lambda
 
+    from fnin_cli.solvers.objective import FixedTerm
+
     lam = classic_lambda(system.camera, system.shape, config.solver.lam)
-    return run_rounds(system, start, edge_p, DataTerm(lam, start), config, config.rounds, CPU)
+    return run_rounds(system, start, edge_p, (FixedTerm(DataTerm(lam, start)),), config, config.rounds, CPU)
 
 
 def test_a_steep_fold_the_edge_net_cuts_stays_joined():
@@ -359,12 +361,12 @@ def test_edge_prior_keeps_the_cut_the_plain_rounds_lose(kind):
 def test_edge_prior_reaches_the_rounds_after_fnin_only(monkeypatch):
     """RoundsConfig.edge_prior changes the default's rounds (their first weights carry
     the edge net's logits) and leaves the one-shot and bini as they were."""
-    import fnin_cli.solvers.bini as B
+    from fnin_cli.solvers.objective import BilateralWeights
 
     inp, _, _, _ = _step_system()
     seen = []
-    real = B._weights_and_energy
-    monkeypatch.setattr(B, "_weights_and_energy", lambda s, z, k, bias=None: seen.append(bias) or real(s, z, k, bias))
+    real = BilateralWeights.at
+    monkeypatch.setattr(BilateralWeights, "at", lambda r, s, z, d=None: seen.append(r.bias) or real(r, s, z, d))
     off = replace(DEFAULT, rounds=replace(DEFAULT.rounds, edge_prior=None))
     one_off, default_off = integrate(inp, refine=0, config=off).z, integrate(inp, refine=2, config=off).z
     assert seen and all(b is None for b in seen)
@@ -382,12 +384,12 @@ def test_edge_prior_reaches_the_rounds_after_fnin_only(monkeypatch):
 def test_rounds_k_applies_to_the_rounds_that_carry_the_prior(monkeypatch):
     """RoundsConfig.k sets BiNI's k of the rounds after fnin (they carry the edge-net
     prior); bini keeps 2, and an explicit bini_k sets every k."""
-    import fnin_cli.solvers.bini as B
+    from fnin_cli.solvers.objective import BilateralWeights
 
     inp, _, _, _ = _step_system()
     ks = []
-    real = B._weights_and_energy
-    monkeypatch.setattr(B, "_weights_and_energy", lambda s, z, k, bias=None: ks.append((k, bias is None)) or real(s, z, k, bias))
+    real = BilateralWeights.at
+    monkeypatch.setattr(BilateralWeights, "at", lambda r, s, z, d=None: ks.append((r.k, r.bias is None)) or real(r, s, z, d))
     cfg = replace(DEFAULT, rounds=replace(DEFAULT.rounds, edge_prior=0.3, k=3.0))
     integrate(inp, refine=2, config=cfg)
     assert ks == [(3.0, False)] * 3
@@ -418,23 +420,24 @@ def test_rounds_stop_at_a_fixed_point_with_the_same_answer():
     """A round whose inner solve needs no iteration leaves z, and so the weights and every
     later round, as they were: integrate_bini stops there, and its z and weights are those
     of running all the rounds, to the last bit."""
-    from fnin_cli.solvers.bini import _weights_and_energy
+    from fnin_cli.solvers.objective import BilateralWeights, Objective
 
     inp, _, system, lam = _step_system("ortho")
+    bini = Objective(system, BilateralWeights(3.0))
     z0 = integrate(inp, "wls").z[inp.mask]
     r = integrate_bini(system, k=3.0, z0=z0, term=DataTerm(lam, z0), max_iter=120, tol=0.0, solver="amg",
                        hierarchy=AMGCache(refresh_every=3, rebuild_after=8))
     assert 1 <= r.iterations < 120
     # the same rounds written out, all 120 of them, no stop
     z, h = z0.copy(), AMGCache(refresh_every=3)
-    w, _ = _weights_and_energy(system, z, 3.0)
+    w, _ = bini.weights_and_energy(z)
     its = []
     for _ in range(120):
         z, info = system.solve(w, DataTerm(lam, z0), x0=z, method="amg", rtol=1e-3, hierarchy=h)
         its.append(info.iterations)
         if info.iterations > 8:
             h.rebuild = True
-        w, _ = _weights_and_energy(system, z, 3.0)
+        w, _ = bini.weights_and_energy(z)
     assert its[r.iterations - 1] == 0 and all(i == 0 for i in its[r.iterations - 1:])
     assert np.array_equal(z, r.z)
     assert all(np.array_equal(w[d], r.weights[d]) for d in w)

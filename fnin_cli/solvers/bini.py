@@ -1,147 +1,65 @@
-"""BiNI's bilateral weights and its iteratively reweighted least squares (written from
-the description in docs/methods.md#equations, not from BiNI's GPL code), plus the shared :class:`IntegrationResult`.
+"""BiNI (Cao et al., ECCV 2022), the baseline: iteratively reweighted least squares with its
+bilateral weights, written from the description in docs/methods.md#equations (not from
+BiNI's GPL code).
+
+Its objective is the normals term with :class:`~fnin_cli.solvers.objective.BilateralWeights`
+and the anchor lam z^2; the one IRLS driver (:func:`~fnin_cli.solvers.irls.minimise`)
+solves it from z = 0, each iteration inexactly with Jacobi-PCG warm-started at the
+previous z (part of the method: an exact inner solve changes the trajectory).
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..config import DEFAULT
-from .linear import AMGCache
+from .backend import CPU
+from .irls import InnerSolve, IntegrationResult, minimise
+from .objective import BilateralWeights, FixedTerm, Objective, bini_layout, bini_weights  # noqa: F401
+from .run import MethodOutput, RunArgs
 from .system import DataTerm, NormalSystem
 
 _S = DEFAULT.solver   # the defaults below: BiNI as its paper describes it (fnin_cli.config)
 
 
-def sigmoid(x: np.ndarray, k: float) -> np.ndarray:
-    """1 / (1 + exp(-k x)), computed without overflow."""
-    return 0.5 * (1.0 + np.tanh(0.5 * k * x))  # = 1 / (1 + exp(-k x)), overflow-free
+def integrate_bini(system: NormalSystem, k: float = _S.k, z0: np.ndarray | None = None,
+                   term: DataTerm = DataTerm(_S.lam), max_iter: int = _S.max_iter, tol: float = _S.tol,
+                   cg_rtol: float = _S.inner_rtol, cg_maxiter: int = _S.maxiter, solver: str = _S.inner_solver,
+                   callback=None, hierarchy=None, bias: dict | None = None) -> IntegrationResult:
+    """BiNI's iteratively reweighted least squares on ``system`` with the data term ``term``.
 
+    Starts from ``z0`` (None: 0, BiNI's own start); stops when the weighted energy's
+    relative change drops below ``tol``, after ``max_iter`` iterations, or once an
+    iteration's inner solve needs no iteration (:func:`~fnin_cli.solvers.irls.minimise`).
+    ``solver``, ``cg_rtol``, ``cg_maxiter``: each iteration's inner solve; ``hierarchy``:
+    one AMG hierarchy kept across iterations (:class:`~fnin_cli.solvers.linear.AMGCache`).
+    ``bias``: per-axis logits added to the weights (:func:`bini_weights`).
+    ``callback(iteration, energy, z)`` after each.
 
-def bini_weights(system: NormalSystem, z: np.ndarray, k: float = _S.k, differences: dict | None = None,
-                 bias: dict | None = None) -> dict:
-    """BiNI's bilateral weights from the current z (docs/methods.md#equations).
+    Examples
+    --------
+    A tilted plane: BiNI's weights stay paired and it integrates the slope.
 
-    Per pixel, the one-sided difference (times a) with the larger square gets the
-    smaller weight: w_u- = sigmoid_k((A_u+ z)^2 - (A_u- z)^2), w_u+ = 1 - w_u-.
-    ``differences``: ``system.differences(z)``, if already computed. ``bias``: per-axis
-    logits ``{"u": ..., "v": ...}`` over the masked pixels added to the sigmoid's
-    argument, w_u- = sigmoid(k ((A_u+ z)^2 - (A_u- z)^2) + bias_u) (the edge net's prior
-    in the rounds after FNIN, :func:`fnin_cli.solvers.stage2.edge_prior`).
+    >>> from fnin_cli.camera import Camera
+    >>> n = np.dstack([np.full((4, 5), -0.6), np.zeros((4, 5)), np.full((4, 5), -0.8)])
+    >>> s = NormalSystem(n, np.ones((4, 5), bool), Camera(None, 1.0))
+    >>> r = integrate_bini(s, term=DataTerm(1e-9), cg_rtol=1e-10, solver="direct")
+    >>> np.round(np.diff(r.z[:5]), 4).tolist()
+    [0.75, 0.75, 0.75, 0.75]
     """
-    d = system.differences(z) if differences is None else differences
-    xu, xv = d["u+"] ** 2 - d["u-"] ** 2, d["v+"] ** 2 - d["v-"] ** 2
-    if bias is None:
-        return bini_layout(sigmoid(xu, k), sigmoid(xv, k))
-    return bini_layout(sigmoid(k * xu + bias["u"], 1.0), sigmoid(k * xv + bias["v"], 1.0))
+    objective = Objective(system, BilateralWeights(float(k), bias), (FixedTerm(term),))
+    start = np.zeros(system.n) if z0 is None else z0
+    return minimise(objective, start, InnerSolve(solver, cg_rtol, cg_maxiter, hierarchy), CPU, max_iter, tol,
+                    callback)
 
 
-def bini_layout(wu_minus: np.ndarray, wv_minus: np.ndarray) -> dict:
-    """Per-direction weights from w_u-, w_v- over the masked pixels (w+ = 1 - w-)."""
-    return {"u+": 1.0 - wu_minus, "u-": wu_minus, "v+": 1.0 - wv_minus, "v-": wv_minus}
-
-
-def _weights_and_energy(system: NormalSystem, z: np.ndarray, k: float, bias: dict | None = None) -> tuple[dict, float]:
-    """BiNI's weights of z (``bias``: see :func:`bini_weights`) and its weighted energy,
-    from one pass of differences."""
-    d = system.differences(z)
-    weights = bini_weights(system, z, k, d, bias)
-    return weights, system.energy(z, weights, system.residuals(z, d))
-
-
-@dataclass
-class IntegrationResult:
-    """What ``integrate_wls`` and ``integrate_bini`` return."""
-
-    z: np.ndarray                      # unknown over masked pixels
-    weights: dict | None               # per-direction weights used last
-    iterations: int = 1
-    seconds: dict = field(default_factory=dict)
-    history: list = field(default_factory=list)
-
-
-def integrate_bini(
-    system: NormalSystem,
-    k: float = _S.k,
-    z0: np.ndarray | None = None,
-    term: DataTerm = DataTerm(_S.lam),
-    max_iter: int = _S.max_iter,
-    tol: float = _S.tol,
-    cg_rtol: float = _S.inner_rtol,
-    cg_maxiter: int = _S.maxiter,
-    solver: str = _S.inner_solver,
-    callback=None,
-    hierarchy: AMGCache | None = None,
-    bias: dict | None = None,
-    stop=None,
-    adjust=None,
-) -> IntegrationResult:
-    """BiNI's iteratively reweighted least squares, written from docs/methods.md#equations.
-
-    Starts from ``z0`` (0 = BiNI's own start), every round's system carrying the data term
-    ``term`` (BiNI's own: lam z^2), solves each round inexactly with
-    Jacobi-PCG to ``cg_rtol`` warm-started at the previous z (part of the method: an
-    exact inner solve changes the trajectory), updates the weights, and stops when the
-    relative change of the weighted energy drops below ``tol``, or once a round's inner
-    solve needs no iteration (z is then a fixed point). With ``solver="amg"``
-    and a ``hierarchy`` (:class:`~fnin_cli.solvers.linear.AMGCache`), one AMG hierarchy
-    (the cache's, if a solve on this system left one there, else the first round's) is
-    kept and only its operators are refreshed for each round's weights (the rounds after
-    FNIN); a round whose solve took more than the cache's ``rebuild_after`` PCG iterations
-    has the next round build a fresh hierarchy (:meth:`~fnin_cli.solvers.linear.AMGCache.after_solve`).
-    ``bias``: per-axis
-    logits added to every round's weights (:func:`bini_weights`; None: BiNI's own weights).
-    ``callback(round, energy, z)`` after each round. ``stop(round, z_before, z_after)``:
-    True ends the rounds after that one (a study's stop; None: the energy rule only).
-    ``adjust(round, z, weights) -> z``: applied to each round's solution before its
-    weights are computed (a study's prior on the pieces; None: nothing).
-    """
-    t0 = time.perf_counter()
-    z = np.zeros(system.n) if z0 is None else np.asarray(z0, np.float64).copy()
-
-    def solve(z, weights):
-        z, info = system.solve(weights, term, x0=z, method=solver,
-                               rtol=cg_rtol, maxiter=cg_maxiter, hierarchy=hierarchy)
-        if hierarchy is not None and info.iterations:
-            hierarchy.after_solve(info.iterations)
-        return z, info.iterations
-
-    z, weights, it, history = irls_rounds(solve, lambda z: _weights_and_energy(system, z, k, bias), z,
-                                          max_iter, tol, callback, stop, adjust)
-    return IntegrationResult(z, weights, it, {"solve": time.perf_counter() - t0}, history)
-
-
-def irls_rounds(solve, weights_and_energy, z, max_iter: int, tol: float, callback=None, stop=None, adjust=None):
-    """BiNI's iteratively reweighted least squares, whatever holds the unknown (numpy
-    vectors here, torch images in :mod:`.grid`): ``solve(z, weights) -> (z, iterations)``
-    solves one round's system warm-started at z, ``weights_and_energy(z) -> (weights,
-    energy)``. Stops when the energy's relative change drops below ``tol``, once a solve
-    needs no iteration (z is then a fixed point), or when ``stop`` says so; ``callback``,
-    ``stop`` and ``adjust`` as in :func:`integrate_bini`. Returns (z, weights, rounds,
-    energy history)."""
-    weights, energy = weights_and_energy(z)
-    history = [energy]
-    it = 0
-    for it in range(1, max_iter + 1):
-        z_before = z
-        z, iterations = solve(z, weights)
-        if iterations == 0:
-            # z already solves this round's system: the weights, the system and so every
-            # later round would be this one again (docs/decisions.md#fixed-point-stop)
-            if callback is not None:
-                callback(it, energy, z)
-            break
-        if adjust is not None:
-            z = adjust(it, z, weights)
-        weights, new_energy = weights_and_energy(z)
-        history.append(new_energy)
-        rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
-        energy = new_energy
-        if callback is not None:
-            callback(it, energy, z)
-        if rel < tol or (stop is not None and stop(it, z_before, z)):
-            break
-    return z, weights, it, history
+def run_bini(system: NormalSystem, inp, args: RunArgs) -> MethodOutput:
+    """The registry's ``bini``: BiNI from 0 (or from the depth prior's level, where a constant
+    changes no weight), the run's anchor and depth prior in every iteration."""
+    s = args.config.solver
+    start = args.prior_level()
+    objective = args.objective(system, BilateralWeights(float(s.k)), start)
+    r = minimise(objective, np.zeros(system.n) if start is None else start,
+                 InnerSolve(s.inner_solver, s.inner_rtol, s.maxiter), CPU, s.max_iter, s.tol,
+                 (lambda i, e, z: args.progress(i)) if args.progress else None)
+    return MethodOutput(r.z, r.weights, None, r.iterations, {"solve": r.seconds["solve"]})

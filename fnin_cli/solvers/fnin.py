@@ -10,37 +10,33 @@ import time
 
 import numpy as np
 
-from ..config import DEFAULT, FninVariant, IntegrationConfig
+from ..config import FninVariant
 from ..model.inference import network_outputs
 from ..model.weights import load_model, resolve_device
 from ..resources import kept_heap
-from .backend import CPU, Backend
-from .bini import bini_weights
-from .linear import AMGCache
+from .objective import FixedWeights, bini_weights
 from .pieces import weighted_median
 from .stage2 import model_weights, stage2
 from .system import DataTerm, NormalSystem
 
 
-def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), config: IntegrationConfig = DEFAULT,
-             model=None, device="auto", lam=DEFAULT.solver.lam, backend: Backend = CPU, stage=None, rtol=None,
-             hierarchy: AMGCache | None = None, prior: DataTerm | None = None) -> tuple:
-    """Stage I + Stage II as ``variant`` says (default: fnin's). Returns
-    (z, weights, discontinuity per pixel, seconds, the edge net's w_u-, w_v- as a
+def run_fnin(system: NormalSystem, inp, variant: FninVariant, args) -> tuple:
+    """Stage I + Stage II as ``variant`` says, with the run's :class:`~fnin_cli.solvers.registry.RunArgs`.
+    Returns (z, weights, discontinuity per pixel, seconds, the edge net's w_u-, w_v- as a
     (2, H, W) image or None, the backend Stage II solved on, notes).
 
-    ``backend``: where Stage II solves; where a grid's GPU runs out of memory the solve
-    runs on the CPU (the network is not run again), the backend returned is then the
-    CPU's and ``notes`` says so. ``stage(name, step, total)`` is called when the Stage II
-    solve starts; ``rtol`` replaces Stage II's tolerance; ``hierarchy`` keeps its AMG
-    hierarchy for rounds that follow (:func:`~fnin_cli.solvers.linear.solve_spd`); ``prior``:
-    a depth prior's term, added to Stage II's (z_R, relative depth, is first moved to the
-    prior's level: the weighted median of their difference)."""
+    Stage II minimises the normals term with the network's weights (fixed) plus the run's
+    anchor lam (z - z_R)^2 and depth prior (:meth:`RunArgs.objective`), from z_R (moved to
+    a depth prior's level first: the weighted median of their difference). Where a grid's
+    GPU runs out of memory the solve runs on the CPU (the network is not run again), the
+    backend returned is then the CPU's and ``notes`` says so. ``args.stage("solve")`` is
+    called when the solve starts; ``args.rtol`` replaces Stage II's tolerance and
+    ``args.hierarchy`` keeps its AMG hierarchy for rounds that follow."""
+    config, backend = args.config, args.backend
     seconds = {}
     notes = []
     t0 = time.perf_counter()
-    dev = resolve_device(device)
-    model = model if model is not None else load_model(device=str(dev))
+    model = args.model if args.model is not None else load_model(device=str(resolve_device(args.device)))
     seconds["load_model"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     net_device = next(model.parameters()).device
@@ -57,21 +53,17 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant = FninVariant(), co
         if not variant.solve:
             z = system.at_pixels(z_img)
         else:
-            if stage is not None:
-                stage("solve", None, None)
+            if args.stage is not None:
+                args.stage("solve", None, None)
             own_rtol, maxiter = backend.tolerance(config)
             z_r = system.at_pixels(z_img)
-            if prior is not None:
-                z_r = z_r + _level_shift(prior, z_r)
+            if args.prior is not None:
+                z_r = z_r + _level_shift(args.prior.at(None), z_r)
             if variant.bini_weights:
                 weights = bini_weights(system, z_r, config.solver.k)
-            term = DataTerm(lam, z_r) if prior is None else DataTerm(lam, z_r).plus(prior)
-
-            def solve(on: Backend):
-                return stage2(system, weights, term, z_r, on, own_rtol if rtol is None else rtol, maxiter,
-                              hierarchy, config.solver.grid_coarse_scale)
-
-            z = backend.or_on_cpu(lambda: solve(backend), lambda: solve(backend.on_cpu()), notes)
+            objective = args.objective(system, FixedWeights(weights), z_r)
+            z = stage2(system, weights, objective.terms, z_r, backend, own_rtol if args.rtol is None else args.rtol,
+                       maxiter, args.hierarchy, config.solver.grid_coarse_scale, notes)
             seconds["solve"] = time.perf_counter() - t2
     if notes or not variant.solve:
         backend = backend.on_cpu()     # what follows solves where Stage II did

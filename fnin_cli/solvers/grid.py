@@ -7,8 +7,9 @@ right and to the pixel below), a product with it is a handful of shifted element
 operations, and the preconditioner is a geometric multigrid V-cycle whose coarse grids
 merge 2x2 blocks of pixels (piecewise-constant prolongation, Galerkin coarse operators,
 which stay 5-point stencils), red-black Gauss-Seidel smoothing and a dense inverse
-solve on the coarsest grid. :func:`grid_rounds` runs BiNI's rounds this way, weights and
-energy included, so that nothing but the result crosses back to the CPU.
+solve on the coarsest grid. The IRLS driver (:func:`~fnin_cli.solvers.irls.minimise`) runs Stage II and BiNI's
+rounds this way, weights and energy included, so that nothing but the result crosses
+back to the CPU.
 
 The equations are :mod:`.system`'s (docs/methods.md#equations): the same matrix, the
 same right-hand side and the same stopping rule, so on any device the answer agrees with
@@ -19,15 +20,11 @@ faster (docs/decisions.md#grid-on-gpu).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
-import torch   # this module is imported only when a grid solve runs (stage2, pipeline)
+import torch   # this module is imported only when a grid solve runs (solvers.irls)
 
 from ..config import DEFAULT
 from . import grid_kernels
-from .bini import IntegrationResult, irls_rounds
-from .linear import SolveInfo
 from .system import DIRECTIONS, DataTerm, NormalSystem
 
 # the coarsest grid has at most this many pixels; it is solved densely (its inverse)
@@ -406,47 +403,6 @@ def pcg(A: Stencil, b, x0, precondition, rtol: float, maxiter: int, ref_norm: fl
         p.mul_(rz_new / rz).add_(z)
         rz = rz_new
     return x, it, rnorm / bnorm
-
-
-def grid_solve(system: NormalSystem, weights: dict | None, term: DataTerm, x0: np.ndarray | None, rtol: float,
-               maxiter: int, device: str,
-               coarse_scale: float = DEFAULT.solver.grid_coarse_scale) -> tuple[np.ndarray, SolveInfo]:
-    """:meth:`NormalSystem.solve` on the grid on ``device`` (Stage II on a grid
-    :class:`~fnin_cli.solvers.backend.Backend`); ``coarse_scale``: the V-cycle's."""
-    t0 = time.perf_counter()
-    grid = GridSystem(system, device)
-    on_grid = grid.term(term)
-    if x0 is not None:
-        start = grid.image(x0)
-    else:
-        start = grid.image(term.target if term.target is not None else np.zeros(system.n))
-    t1 = time.perf_counter()
-    z, it, res = grid.solve(grid.weights_images(weights), on_grid, start, rtol, maxiter, coarse_scale)
-    out = grid.vector(z)
-    return out, SolveInfo(f"grid:{device}", it, res, t1 - t0, time.perf_counter() - t1)
-
-
-def grid_rounds(system: NormalSystem, z0: np.ndarray, k: float, term: DataTerm,
-                max_iter: int, tol: float, cg_rtol: float, cg_maxiter: int = DEFAULT.solver.maxiter,
-                bias: dict | None = None, device: str = "cpu", callback=None,
-                coarse_scale: float = DEFAULT.solver.grid_coarse_scale):
-    """BiNI's rounds (:func:`~fnin_cli.solvers.bini.integrate_bini`: same weights, energy
-    and stopping rules) with every round's weights, energy and solve on the grid on
-    ``device`` (``coarse_scale``: the V-cycle's). Returns an :class:`~fnin_cli.solvers.bini.IntegrationResult` whose z and
-    weights are the system's numpy vectors."""
-    t0 = time.perf_counter()
-    grid = GridSystem(system, device)
-    on_grid = grid.term(term)
-    b = None if bias is None else {a: grid.image(bias[a]) for a in ("u", "v")}
-
-    def solve(z, w):
-        z_new, iterations, _ = grid.solve(w, on_grid, z, cg_rtol, cg_maxiter, coarse_scale)
-        return z_new, iterations
-
-    z, w, it, history = irls_rounds(solve, lambda z: grid.bini_weights_and_energy(z, k, b), grid.image(z0),
-                                    max_iter, tol, callback)
-    weights = {d: grid.vector(w[d]) for d in DIRECTIONS}
-    return IntegrationResult(grid.vector(z), weights, it, {"solve": time.perf_counter() - t0}, history)
 
 
 # ---------------------------------------------------------------- shifts on (h, w) images

@@ -26,16 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import DEFAULT
+from functools import cached_property
+
+from ..config import DEFAULT, PiecesConfig
 from .system import NormalSystem
 
-# an edge whose weights are both below this is a cut (docs/decisions.md#loose-pieces-report)
-CUT_WEIGHT = 0.2
-# re-attaching a small piece, each boundary edge counts this plus its trust (its two
-# weights' sum, 0..2): an edge neither side trusts still counts, a trusted one up to 3x
-TRUST_FLOOR = 1.0
-# a loose piece listed in --json has at least this many pixels
-REPORT_MIN_PIXELS = 50
+_P = DEFAULT.pieces
 
 
 def _edges(system: NormalSystem):
@@ -67,7 +63,7 @@ def _components(system: NormalSystem, weights: dict | None, threshold: float, mu
     return raw, n_raw, np.concatenate(cut_p), np.concatenate(cut_q)
 
 
-def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = CUT_WEIGHT,
+def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = _P.cut_weight,
                mutual: bool = False) -> tuple:
     """Label the pieces: (labels (n,) int, sizes per label, cut edges per label).
 
@@ -104,19 +100,81 @@ def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = CU
     return labels, sizes[order], cuts
 
 
-def _boundary_edges(system: NormalSystem, labels: np.ndarray, small: np.ndarray, weights: dict | None = None):
+class Pieces:
+    """The pieces of one set of weights, the one value every step that reads them shares:
+    each labelling is computed once, on first use.
+
+    Attributes
+    ----------
+    system : NormalSystem
+    weights : dict or None
+        The per-direction weights that cut (None: nothing is cut).
+    config : PiecesConfig
+        The cut threshold, the least loose piece, the reattachment's trust floor.
+    plain : (labels, sizes, cuts)
+        :func:`cut_pieces`: an edge is cut where both of its weights are below the threshold.
+    mutual : (labels, sizes, cuts)
+        :func:`cut_pieces` with ``mutual``: an edge holds only where both weights reach it.
+    joined : (labels, sizes)
+        ``mutual``'s pieces with each sliver (under ``config.min_pixels``) joined to the
+        largest piece that shares its plain piece: what a pin or a placement moves
+        (a pinned island's rim moves with it).
+
+    Examples
+    --------
+    >>> from fnin_cli.camera import Camera
+    >>> flat = np.dstack([np.zeros((1, 4, 2)), -np.ones((1, 4, 1))])
+    >>> s = NormalSystem(flat, np.ones((1, 4), bool), Camera(None, 1.0))
+    >>> wm = np.array([0.5, 0.9, 0.1, 0.5])
+    >>> p = Pieces(s, {"u-": wm, "u+": 1 - wm, "v-": np.full(4, 0.5), "v+": np.full(4, 0.5)})
+    >>> p.plain[0].tolist(), p.mutual[0].tolist()
+    ([0, 0, 1, 1], [0, 0, 1, 1])
+    """
+
+    def __init__(self, system: NormalSystem, weights: dict | None, config: PiecesConfig = _P):
+        self.system, self.weights, self.config = system, weights, config
+
+    @cached_property
+    def plain(self) -> tuple:
+        return cut_pieces(self.system, self.weights, self.config.cut_weight)
+
+    @cached_property
+    def mutual(self) -> tuple:
+        return cut_pieces(self.system, self.weights, self.config.cut_weight, mutual=True)
+
+    @cached_property
+    def joined(self) -> tuple:
+        labels, sizes, _ = self.mutual
+        both = self.plain[0]
+        small = sizes[labels] < self.config.min_pixels
+        if small.any():
+            # per plain piece, its lowest mutual label among the large ones (labels run largest first)
+            none = np.iinfo(np.int64).max
+            first = np.full(int(both.max()) + 1, none)
+            np.minimum.at(first, both[~small], labels[~small])
+            has = first[both[small]] != none
+            moved = labels[small].copy()
+            moved[has] = first[both[small]][has]
+            labels = labels.copy()
+            labels[small] = moved
+            sizes = np.bincount(labels, minlength=sizes.size)
+        return labels, sizes
+
+
+def _boundary_edges(system: NormalSystem, labels: np.ndarray, small: np.ndarray, weights: dict | None = None,
+                    floor: float = _P.trust_floor):
     """Per edge that leaves a ``small`` piece (``labels``: each pixel's piece; an edge
     between two small pieces is listed once for each side): (inside pixel, outside pixel,
     offset, weight). The shift ``z[outside] + offset - z[inside]`` makes the outside
     neighbour's one-sided residual towards the inside pixel zero. The weight is
-    ``TRUST_FLOOR`` plus the edge's trust: its two weights, each side's towards the other
+    ``floor`` plus the edge's trust: its two weights, each side's towards the other
     (0 without ``weights``)."""
     pin, pout, off, weight = [], [], [], []
     for axis, p, q in _edges(system):
         a = system.a_u if axis == "u" else system.a_v
         nn = system.nx if axis == "u" else system.ny
         trust = 0.0 if weights is None else np.maximum(weights[axis + "+"][p] + weights[axis + "-"][q], 0.0)
-        counts = np.broadcast_to(TRUST_FLOOR + trust, p.shape)
+        counts = np.broadcast_to(floor + trust, p.shape)
         apart = labels[p] != labels[q]
         # q is after p on the axis: q's residual towards p is a_q (z_q - z_p) + n_q
         for inside, outside, sign in ((p, q, 1.0), (q, p, -1.0)):
@@ -154,15 +212,15 @@ def weighted_median(values: np.ndarray, weight: np.ndarray) -> float:
     return float(_weighted_medians(np.zeros(len(values), np.int64), values, weight)[1][0])
 
 
-def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, threshold: float = CUT_WEIGHT,
+def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
                      max_pixels: int = DEFAULT.rounds.reattach_pixels) -> tuple:
-    """z with every piece of fewer than ``max_pixels`` pixels (mutual-trust pieces,
-    :func:`cut_pieces` with ``mutual=True``) that borders another piece shifted to where
-    its neighbours' normals put it, and the number of pixels moved (by a non-zero shift).
-    The main piece and islands without a neighbour stay.
+    """z with every piece of fewer than ``max_pixels`` pixels (``pieces.mutual``) that
+    borders another piece shifted to where its neighbours' normals put it, and the number
+    of pixels moved (by a non-zero shift). The main piece and islands without a neighbour
+    stay.
 
     A small piece's shift is the weighted median of the shifts its outside neighbours'
-    rows towards it ask for, each weighted by ``TRUST_FLOOR`` plus the edge's trust
+    rows towards it ask for, each weighted by ``PiecesConfig.trust_floor`` plus the edge's trust
     (:func:`_boundary_edges`). It is one of them, never the midpoint of two: a pixel on a
     jump, whose neighbours' normals put it on either surface, joins the side it is tied to
     most instead of the middle of the jump (issue 43). Small pieces that border
@@ -181,17 +239,17 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
     >>> s = NormalSystem(flat, np.ones((1, 5), bool), Camera(None, 1.0))
     >>> wm = np.array([0.5, 0.99, 0.99, 0.01, 0.5])
     >>> w = {"u-": wm, "u+": 1 - wm, "v-": np.full(5, 0.5), "v+": np.full(5, 0.5)}
-    >>> z, moved = reattach_slivers(s, np.array([0, 0, 9.0, 0, 0]), w, max_pixels=2)
+    >>> z, moved = reattach_slivers(s, np.array([0, 0, 9.0, 0, 0]), Pieces(s, w), max_pixels=2)
     >>> z.tolist(), moved
     ([0.0, 0.0, 0.0, 0.0, 0.0], 1)
     """
-    labels, n_raw, _, _ = _components(system, weights, threshold, mutual=True)
-    sizes = np.bincount(labels, minlength=n_raw)
-    small = (sizes < max_pixels) & (np.arange(n_raw) != np.argmax(sizes))
+    labels, sizes, _ = pieces.mutual
+    n_raw = sizes.size
+    small = (sizes < max_pixels) & (np.arange(n_raw) != 0)      # label 0: the main piece
     if not small.any():
         return z, 0
     z = np.array(z, np.float64, copy=True)
-    pin, pout, off, weight = _boundary_edges(system, labels, small, weights)
+    pin, pout, off, weight = _boundary_edges(system, labels, small, pieces.weights, pieces.config.trust_floor)
     ok = np.isfinite(off) & np.isfinite(weight)
     pin, pout, off, weight = pin[ok], pout[ok], off[ok], weight[ok]
     lab_in = labels[pin]
@@ -220,10 +278,9 @@ ISLAND = "an island of the mask: no edge joins it, only the solve's weak prior p
 EXTRAPOLATED = "by one side's normals extrapolated across a jump"
 
 
-def loose_pieces(system: NormalSystem, weights: dict | None, threshold: float = CUT_WEIGHT,
-                 min_pixels: int = REPORT_MIN_PIXELS, placed: str = "by the method") -> list:
-    """The pieces other than the main one with at least ``min_pixels`` pixels, largest
-    first, the pieces those of :func:`cut_pieces` with ``mutual``: a piece joined to the
+def loose_pieces(pieces: Pieces, placed: str = "by the method") -> list:
+    """The pieces other than the main one with at least ``config.min_pixels`` pixels, largest
+    first, the pieces those of ``pieces.mutual``: a piece joined to the
     rest only across cuts, or only where one side's normal is extrapolated across a jump
     (one weight trusts the edge, the other does not), is one the normals cannot place.
     Dicts with ``id`` (1, 2, ...), ``pixels``, ``share`` (of the mask), ``pixel`` (row,
@@ -232,8 +289,9 @@ def loose_pieces(system: NormalSystem, weights: dict | None, threshold: float = 
     ``placed`` for a piece cut all round, :data:`EXTRAPOLATED` for one held by one-sided
     edges, :data:`ISLAND` for an island) and ``labels`` (an (n,) bool of its pixels; not
     for JSON)."""
-    labels, sizes, cuts = cut_pieces(system, weights, threshold, mutual=True)
-    both, _, both_cuts = cut_pieces(system, weights, threshold)   # pieces no edge holds either way
+    system, min_pixels = pieces.system, pieces.config.min_pixels
+    labels, sizes, cuts = pieces.mutual
+    both, _, both_cuts = pieces.plain   # pieces no edge holds either way
     big = sizes[labels] >= min_pixels
     out = []
     rows, cols = np.nonzero(system.mask)
@@ -256,33 +314,12 @@ def loose_pieces(system: NormalSystem, weights: dict | None, threshold: float = 
     return out
 
 
-def pin_labels(system: NormalSystem, weights: dict | None, threshold: float) -> tuple:
-    """(labels, sizes) of the pieces a pin moves: :func:`loose_pieces`' (``mutual``), each
-    smaller one (under REPORT_MIN_PIXELS) going with the largest piece of those that
-    share its piece under plain cuts (a sliver of a pinned island's rim moves with it)."""
-    labels, sizes, _ = cut_pieces(system, weights, threshold, mutual=True)
-    both = cut_pieces(system, weights, threshold)[0]
-    small = sizes[labels] < REPORT_MIN_PIXELS
-    if small.any():
-        # per plain piece, its lowest mutual label among the large ones (labels run largest first)
-        none = np.iinfo(np.int64).max
-        first = np.full(int(both.max()) + 1, none)
-        np.minimum.at(first, both[~small], labels[~small])
-        has = first[both[small]] != none
-        moved = labels[small].copy()
-        moved[has] = first[both[small]][has]
-        labels = labels.copy()
-        labels[small] = moved
-        sizes = np.bincount(labels, minlength=sizes.size)
-    return labels, sizes
-
-
-def pin_pieces(system: NormalSystem, z: np.ndarray, weights: dict | None, pins, threshold: float = CUT_WEIGHT):
-    """z with each piece that holds a pin shifted so that the pinned pixel's unknown is
-    the pin's. ``pins``: [(row, col, unknown)] (the unknown: log-depth or depth); one pin
+def pin_pieces(system: NormalSystem, z: np.ndarray, pieces: Pieces, pins):
+    """z with each piece that holds a pin (``pieces.joined``) shifted so that the pinned
+    pixel's unknown is the pin's. ``pins``: [(row, col, unknown)] (the unknown: log-depth or depth); one pin
     per piece (a second pin on a piece raises ``ValueError`` naming both). Returns
     (z, [(pin index, piece label, pixels)])."""
-    labels, sizes = pin_labels(system, weights, threshold)
+    labels, sizes = pieces.joined
     z = np.array(z, np.float64, copy=True)
     seen, done = {}, []
     for i, (r, c, target) in enumerate(pins):

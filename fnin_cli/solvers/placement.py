@@ -19,20 +19,20 @@ apply them with the default's settings (``RoundsConfig.bridge_edges``, ``crease_
 
 from __future__ import annotations
 
+from dataclasses import replace  # noqa: F401  (the examples)
+
 import numpy as np
 
-from .pieces import CUT_WEIGHT, REPORT_MIN_PIXELS, pin_labels, cut_pieces
+from ..config import DEFAULT
+from .pieces import Pieces, cut_pieces  # noqa: F401  (cut_pieces: the examples)
 from .system import NormalSystem
+
+_P = DEFAULT.pieces
 
 BEHIND = "behind its occluder: the least shift that puts it behind the occluding contour"
 
 
 # ------------------------------------------------------------------ bridges: where a jump closes
-
-# a boundary edge agrees with both normals where both one-sided residuals |a dz + n| are at
-# most this (the tolerance of the "neighbours disagree with their normals" check)
-AGREE_TOL = 1.0
-
 
 def _piece_edges(system: NormalSystem, labels: np.ndarray, k: int) -> list:
     """Per axis, piece ``k``'s boundary edges: (p, q, a, n, sign) with sign +1 where the
@@ -51,7 +51,7 @@ def _agree(z: np.ndarray, p, q, a, n, tol: float) -> np.ndarray:
     return np.maximum(np.abs(a[p] * dz + n[p]), np.abs(a[q] * dz + n[q])) <= tol
 
 
-def agreeing_edges(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL,
+def agreeing_edges(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = _P.agree_tol,
                    edges: list | None = None) -> np.ndarray:
     """(edges,) bool over piece ``k``'s boundary edges (horizontal, then vertical): both
     one-sided residuals within ``tol`` (the edge agrees with both pixels' normals).
@@ -60,7 +60,7 @@ def agreeing_edges(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: i
     return np.concatenate(out) if out else np.zeros(0, bool)
 
 
-def bridge_shift(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL,
+def bridge_shift(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = _P.agree_tol,
                  edges: list | None = None) -> float:
     """The shift of piece ``k``'s unknown under which the most edges of its boundary agree
     with both pixels' normals (:func:`agreeing_edges`): the middle of the best interval of
@@ -113,7 +113,7 @@ def outline_pixels(system: NormalSystem) -> np.ndarray:
     return ~inner[system.mask]
 
 
-def jump_sides(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = AGREE_TOL,
+def jump_sides(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, tol: float = _P.agree_tol,
                edges: list | None = None) -> tuple:
     """(in front, behind): piece ``k``'s boundary edges that do not agree with both normals
     where the piece's side is nearer than both normals predict (in front), or farther than
@@ -131,10 +131,10 @@ def jump_sides(system: NormalSystem, z: np.ndarray, labels: np.ndarray, k: int, 
     return front, behind
 
 
-def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edges: int = 3,
-                     threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS, pieces=None) -> tuple:
-    """z with each piece that ``weights`` cut all round (at least ``min_pixels``) moved to
-    where a jump along its boundary closes, and the list of (label, pixels, shift) moved.
+def place_by_bridges(system: NormalSystem, z: np.ndarray, pieces: Pieces, min_edges: int = 3) -> tuple:
+    """z with each piece cut all round (``pieces.plain``, at least ``config.min_pixels``)
+    moved to where a jump along its boundary closes, and the list of (label, pixels, shift)
+    moved.
 
     A piece moves by its :func:`bridge_shift` only where (studies/pieces-meet):
 
@@ -147,8 +147,6 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
     - after it, the piece lies in front of its neighbours along more of its remaining jump
       edges than behind (:func:`jump_sides`): a surrounded region is the figure. A
       background moved through what it surrounds (bench synthetic persp-15) is not.
-
-    ``pieces``: :func:`cut_pieces`' (labels, sizes) of ``weights`` where the caller has them.
 
     Examples
     --------
@@ -165,10 +163,12 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
     >>> cut = {d: 0.5 * (np.roll(img, sh, axis=ax) == img)[s.mask]
     ...        for d, sh, ax in (("u+", -1, 1), ("u-", 1, 1), ("v+", -1, 0), ("v-", 1, 0))}
     >>> labels = cut_pieces(s, cut)[0]
-    >>> bridge_shift(s, z, labels, 1), place_by_bridges(s, z, cut, min_pixels=1)[1]
+    >>> one = replace(DEFAULT.pieces, min_pixels=1)
+    >>> bridge_shift(s, z, labels, 1), place_by_bridges(s, z, Pieces(s, cut, one))[1]
     (-5.0, [])
     """
-    labels, sizes = pieces or cut_pieces(system, weights, threshold)[:2]
+    labels, sizes = pieces.plain[:2]
+    min_pixels, tol = pieces.config.min_pixels, pieces.config.agree_tol
     # the pieces that touch the outline, in one pass (each candidate then scans the edges)
     touches = np.bincount(labels[outline_pixels(system)], minlength=len(sizes)) > 0
     z = np.array(z, dtype=np.float64, copy=True)
@@ -179,15 +179,15 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, weights: dict, min_edg
         k = int(k)
         members = labels == k
         edges = _piece_edges(system, labels, k)        # scanned once, read by all four tests
-        shift = bridge_shift(system, z, labels, k, edges=edges)
+        shift = bridge_shift(system, z, labels, k, tol, edges=edges)
         trial = z.copy()
         trial[members] += shift
-        before = agreeing_edges(system, z, labels, k, edges=edges)
-        after = agreeing_edges(system, trial, labels, k, edges=edges)
+        before = agreeing_edges(system, z, labels, k, tol, edges=edges)
+        after = agreeing_edges(system, trial, labels, k, tol, edges=edges)
         closing, now = int((after & ~before).sum()), int(before.sum())
         if closing < min_edges or closing <= now:
             continue
-        front, behind = jump_sides(system, trial, labels, k, edges=edges)
+        front, behind = jump_sides(system, trial, labels, k, tol, edges=edges)
         if front > behind:
             z = trial
             moved.append((k, int(sizes[k]), shift))
@@ -225,21 +225,20 @@ def connected_shift(z: np.ndarray, edges: list) -> float:
     return num / den if den > 0 else 0.0
 
 
-def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_cos, cos_min: float,
-                     skip=(), threshold: float = CUT_WEIGHT, min_pixels: int = REPORT_MIN_PIXELS,
-                     pieces=None) -> tuple:
-    """z with each piece that ``weights`` cut all round (at least ``min_pixels``, label not
-    in ``skip``) and that meets the rest at a crease moved by its :func:`connected_shift`,
-    and the list of (label, pixels, shift) moved. ``view_cos``: each masked pixel's view
-    cosine, or a function of the system that gives them (called only where a piece is
-    tested); ``pieces``: :func:`cut_pieces`' (labels, sizes) where the caller has them.
+def place_at_creases(system: NormalSystem, z: np.ndarray, pieces: Pieces, view_cos, cos_min: float,
+                     skip=()) -> tuple:
+    """z with each piece cut all round (``pieces.plain``, at least ``config.min_pixels``,
+    label not in ``skip``) that meets the rest at a crease moved by its
+    :func:`connected_shift`, and the list of (label, pixels, shift) moved. ``view_cos``:
+    each masked pixel's view cosine, or a function of the system that gives them (called
+    only where a piece is tested).
 
     A crease here: along the piece's whole boundary no edge has a pixel whose view cosine
     (``view_cos``, per masked pixel) is below ``cos_min``, so no side is an occluding
     contour. Where two sheared surfaces meet at a crease every offset closes the jump at
     some row, so the normals do not place the piece; the least-squares reading is what a
     smooth solve (bini's start) takes. Behind an occluding contour that reading would pull
-    the occluded piece in front, and the piece stays (studies/pieces-meet, candidate 3).
+    the occluded piece in front, and the piece stays (studies/pieces-meet).
 
     Examples
     --------
@@ -252,11 +251,13 @@ def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_co
     >>> img = half.astype(float)
     >>> cut = {d: 0.5 * (np.roll(img, sh, axis=ax) == img)[s.mask]
     ...        for d, sh, ax in (("u+", -1, 1), ("u-", 1, 1), ("v+", -1, 0), ("v-", 1, 0))}
-    >>> z, moved = place_at_creases(s, np.where(half[s.mask], 4.0, 0.0), cut, np.ones(12), 0.3, min_pixels=1)
+    >>> one = replace(DEFAULT.pieces, min_pixels=1)
+    >>> z, moved = place_at_creases(s, np.where(half[s.mask], 4.0, 0.0), Pieces(s, cut, one), np.ones(12), 0.3)
     >>> float(np.abs(z).max()), moved
     (0.0, [(1, 6, -4.0)])
     """
-    labels, sizes = pieces or cut_pieces(system, weights, threshold)[:2]
+    labels, sizes = pieces.plain[:2]
+    min_pixels = pieces.config.min_pixels
     z = np.array(z, dtype=np.float64, copy=True)
     moved = []
     for k in range(1, len(sizes)):
@@ -276,23 +277,21 @@ def place_at_creases(system: NormalSystem, z: np.ndarray, weights: dict, view_co
 
 # ------------------------------------------------------------------ occluders: behind the contour
 
-def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, view_cos, cos_min: float, threshold: float = CUT_WEIGHT,
-                           min_pixels: int = REPORT_MIN_PIXELS, pieces=None) -> tuple:
-    """z with each loose piece (:func:`~fnin_cli.solvers.pieces.loose_pieces` of ``weights``) that is seen past an
-    occluding contour moved back until it lies behind its occluder, and the list of
-    (piece id, pixels, shift) moved.
+def place_behind_occluders(system: NormalSystem, z: np.ndarray, pieces: Pieces, view_cos, cos_min: float) -> tuple:
+    """z with each loose piece (``pieces.joined``: :func:`~fnin_cli.solvers.pieces.loose_pieces`'
+    pieces, each with its own slivers) that is seen past an occluding contour moved back
+    until it lies behind its occluder, and the list of (piece id, pixels, shift) moved.
 
     An occluding edge of a piece: a boundary edge whose outside pixel's view cosine
     (``view_cos``, as :func:`place_at_creases` takes it) is below ``cos_min`` (the occluder's silhouette, near grazing) and whose
-    own is not, the outside pixel on a piece of at least ``min_pixels`` (a sliver is no
+    own is not, the outside pixel on a piece of at least ``config.min_pixels`` (a sliver is no
     occluder). A piece with more than half of its boundary edges occluding ones is moved
     back, never forward, by the least amount that puts it behind its occluder along every
     occluding edge: max(0, max of z(occluder) - z(piece) there). The normals do not say how
     far behind an occluded surface lies; they do say it is not in front of what hides it.
     A piece counts its own slivers (its grazing rim, held to it by the rounds' reattachment)
     as its own, as ``--depth-at`` does; a loose piece is cut off from the rest, so the move
-    changes nothing else (studies/pieces-meet, candidate 8). ``pieces``: other (labels,
-    sizes) to test, labels running largest first (a study's).
+    changes nothing else (studies/pieces-meet).
 
     Examples
     --------
@@ -306,13 +305,15 @@ def place_behind_occluders(system: NormalSystem, z: np.ndarray, weights: dict, v
     >>> col = np.tile(np.arange(6), 3)
     >>> w = {d: np.full(18, 0.5) for d in ("u+", "u-", "v+", "v-")}
     >>> w["u+"][col == 2] = 0.0; w["u-"][col == 3] = 0.0          # cut between the rim and the floor
-    >>> z, moved = place_behind_occluders(s, np.where(col >= 3, 8.0, 10.0), w, np.abs(s.a_u), 0.3, min_pixels=1)
+    >>> one = replace(DEFAULT.pieces, min_pixels=1)
+    >>> z, moved = place_behind_occluders(s, np.where(col >= 3, 8.0, 10.0), Pieces(s, w, one), np.abs(s.a_u), 0.3)
     >>> z.reshape(3, 6)[0].tolist(), moved
     ([10.0, 10.0, 10.0, 10.0, 10.0, 10.0], [(1, 9, 2.0)])
     """
     # the pieces loose_pieces lists, with its ids, each with its own slivers (a cap's grazing
     # rim is its own, not an occluder): as --depth-at moves them
-    labels, sizes = pieces or pin_labels(system, weights, threshold)
+    labels, sizes = pieces.joined
+    min_pixels = pieces.config.min_pixels
     out = np.array(z, dtype=np.float64, copy=True)
     moved = []
     for k in range(1, len(sizes)):

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..config import DEFAULT, OneShotConfig
 from .backend import CPU, Backend
-from .bini import bini_layout
+from .irls import InnerSolve, minimise
+from .objective import FixedTerm, FixedWeights, Objective, bini_layout
 from .linear import AMGCache
 from .system import DataTerm, NormalSystem
 
@@ -150,17 +151,17 @@ def model_weights(system: NormalSystem, p_img, omega_img, one_shot: OneShotConfi
     return edge_weights(system, p_img, one_shot) if p_img is not None else attention_weights(system, omega_img)
 
 
-def stage2(system: NormalSystem, weights: dict, term: DataTerm, x0: np.ndarray, backend: Backend = CPU,
+def stage2(system: NormalSystem, weights: dict, term, x0: np.ndarray, backend: Backend = CPU,
            rtol: float = DEFAULT.one_shot.solve_rtol, maxiter: int = DEFAULT.solver.maxiter,
-           hierarchy: AMGCache | None = None, coarse_scale: float = DEFAULT.solver.grid_coarse_scale) -> np.ndarray:
-    """One WLS solve with ``weights`` and the data term ``term`` (the prior lam (z - z_R)^2),
-    started at ``x0`` (z_R): the network's weights (:func:`model_weights`; fnin), or BiNI's
-    from z_R (:func:`~fnin_cli.solvers.bini.bini_weights`; fnin-s). ``backend``: where it
-    solves (on a grid: ``coarse_scale`` is the V-cycle's); ``hierarchy``: see
-    :func:`~fnin_cli.solvers.linear.solve_spd`. Returns z."""
-    if backend.on_grid:
-        from . import grid   # torch: only for this backend; a module attribute, so tests can replace it
-
-        return grid.grid_solve(system, weights, term, x0, rtol, maxiter, backend.grid, coarse_scale)[0]
-    return system.solve(weights, term, x0=x0, method=backend.linear, rtol=rtol, maxiter=maxiter,
-                        hierarchy=hierarchy)[0]
+           hierarchy: AMGCache | None = None, coarse_scale: float = DEFAULT.solver.grid_coarse_scale,
+           notes: list | None = None) -> np.ndarray:
+    """One WLS solve with fixed ``weights`` started at ``x0`` (z_R): the network's weights
+    (:func:`model_weights`; fnin), or BiNI's from z_R (:func:`~fnin_cli.solvers.objective.bini_weights`;
+    fnin-s). ``term``: an :class:`~fnin_cli.solvers.objective.Objective`'s data terms (a tuple
+    of :class:`~fnin_cli.solvers.objective.Term`), or one :class:`DataTerm` (the anchor
+    lam (z - z_R)^2). ``backend``: where it solves (on a grid: ``coarse_scale`` is the
+    V-cycle's; where the GPU's memory runs out, on the CPU, and ``notes`` says so);
+    ``hierarchy``: see :func:`~fnin_cli.solvers.linear.solve_spd`. Returns z."""
+    terms = (FixedTerm(term),) if isinstance(term, DataTerm) else tuple(term)
+    return minimise(Objective(system, FixedWeights(weights), terms), x0,
+                    InnerSolve(None, rtol, maxiter, hierarchy, coarse_scale), backend, notes=notes).z

@@ -1,18 +1,27 @@
-"""Smooth weighted least squares: every weight 1 (a masked Poisson integrator).
-"""
+"""Smooth weighted least squares: every weight 1 (a masked Poisson integrator)."""
 
 from __future__ import annotations
 
-import time
-
 from ..config import DEFAULT
-from .bini import IntegrationResult
+from .backend import CPU
+from .irls import InnerSolve, IntegrationResult, minimise
+from .objective import FixedTerm, FixedWeights, Objective
+from .run import MethodOutput, RunArgs
 from .system import DataTerm, NormalSystem
 
 
 def integrate_wls(system: NormalSystem, term: DataTerm = DataTerm(DEFAULT.solver.lam), solver: str = "amg",
                   rtol: float = DEFAULT.solver.wls_rtol) -> IntegrationResult:
-    """Smooth 4-direction least squares (all weights 1) with the data term ``term``."""
-    t0 = time.perf_counter()
-    z, info = system.solve(None, term, method=solver, rtol=rtol)
-    return IntegrationResult(z, None, 1, {"solve": time.perf_counter() - t0})
+    """One solve of the normals term with all weights 1 and the data term ``term``,
+    started at the term's target (or 0), with the CPU's sparse ``solver`` to ``rtol``."""
+    return minimise(Objective(system, FixedWeights(None), (FixedTerm(term),)), None,
+                    InnerSolve(solver, rtol, DEFAULT.solver.maxiter), CPU)
+
+
+def run_wls(system: NormalSystem, inp, args: RunArgs) -> MethodOutput:
+    """The registry's ``wls``: one solve of the normals term with all weights 1, the run's
+    anchor (and depth prior) beside it, to ``SolverConfig.wls_rtol``, on the CPU."""
+    s = args.config.solver
+    r = minimise(args.objective(system, FixedWeights(None)), None,
+                 InnerSolve(args.backend.on_cpu().linear, s.wls_rtol, s.maxiter), CPU)
+    return MethodOutput(r.z, None, None, 1, {"solve": r.seconds["solve"]})
