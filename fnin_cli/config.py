@@ -46,8 +46,7 @@ class SolverConfig:
     maxiter: int = 5000
     # when the network runs on a CUDA device and the map has at least this many masked
     # pixels, Stage II and the rounds solve there on the pixel grid (solvers.grid) instead of
-    # AMG on the CPU: 5.4x faster at 24 MP, 2.1x at 0.75 M, 2.4x slower on DiLiGenT's
-    # objects; None: never (docs/decisions.md#grid-on-gpu)
+    # AMG on the CPU, faster from about this size on; None: never (docs/decisions.md#grid-on-gpu)
     gpu_grid_pixels: int | None = 500_000
     # the grid V-cycle's coarse correction scaled up: its piecewise-constant prolongation
     # under-corrects smooth error (docs/decisions.md#grid-on-gpu)
@@ -84,9 +83,8 @@ class RoundsConfig:
     """BiNI rounds after a method's result (``--refine``; the default's own after fnin)."""
 
     # at most this many rounds, stopping once BiNI's energy changes by less than tol (0: all
-    # of them): within 5% of 16 rounds on real-like renders, and on DiLiGenT (the guard)
-    # 1.441 mm against 16 rounds' 1.576, no object added over the bound
-    # (docs/decisions.md#trust-rounds, #default-rounds)
+    # of them): as accurate as twice as many on real-like renders (docs/decisions.md#trust-rounds,
+    # #default-rounds)
     max_rounds: int = 8
     tol: float = 1e-3
     # the inner solver on every device: a third of Jacobi-PCG's time, no worse (docs/decisions.md#refine-solver)
@@ -113,28 +111,23 @@ class RoundsConfig:
     # (docs/decisions.md#sliver-reattach)
     reattach_pixels: int = 16
     # a steep fold (both normals of an edge within this cosine of grazing) loses the edge
-    # prior in the rounds, and fold_join logits pull it joined: DiLiGenT's chins and spines
-    # stay attached (0.907x bini, no object over the bound), real-like renders 0.95x bini
-    # against 0.98x; None: off (docs/decisions.md#fold-join)
+    # prior in the rounds, and fold_join logits pull it joined: chins and spines stay
+    # attached; None: off (docs/decisions.md#fold-join)
     fold_cos: float | None = 0.3
     fold_join: float = 2.0
     # at the rounds' start (after fnin) a surrounded piece that Stage II cut all round moves
     # to where a jump along its boundary closes, when at least this many boundary edges
-    # close there (and more than agree now) and it then lies in front of what surrounds it:
-    # samples dome 9.60 -> 0.24 mm, every other bench case unchanged; None: off
-    # (docs/decisions.md#pieces-meet)
+    # close there (and more than agree now) and it then lies in front of what surrounds it;
+    # None: off (docs/decisions.md#pieces-meet)
     bridge_edges: int | None = 3
     # then a piece Stage II cut all round that no bridge moved and that meets the rest at a
     # crease (no boundary pixel within this cosine of grazing: no occluding contour) takes
-    # the least-squares placement across its boundary, the most connected reading: samples
-    # flutes 16.46 -> 5.11 mm, every other bench case unchanged; None: off
+    # the least-squares placement across its boundary, the most connected reading; None: off
     # (docs/decisions.md#pieces-meet)
     crease_cos: float | None = 0.3
     # after the rounds a loose piece whose boundary is mostly an occluding contour (the
     # outside pixel within this cosine of grazing, its own not) moves back, never forward,
-    # the least that puts it behind its occluder: DiLiGenT 1.366 -> 1.061 mm (goblet 8.30 ->
-    # 5.26), real-like 1.542 -> 1.507, bench synthetic 0.0165 -> 0.0143; None: off
-    # (docs/decisions.md#pieces-meet)
+    # the least that puts it behind its occluder; None: off (docs/decisions.md#pieces-meet)
     occlusion_cos: float | None = 0.3
 
     def __str__(self) -> str:

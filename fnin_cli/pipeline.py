@@ -175,7 +175,9 @@ def integrate(
     check_scale(inp, mean_depth, depth_at, prior)
     run = run_method(inp, method, refine, with_overrides(DEFAULT if config is None else config, bini_k, lam,
                                                          network_side), device, model, solver, progress, stage, prior)
-    ready = prepare_rounds(run) if run.rounds.max_rounds else None
+    ready = None
+    if run.rounds.max_rounds:
+        run, ready = prepare_rounds(run)
     # the rounds and what follows them free and allocate arrays of the map's size over and
     # over: keep their pages mapped (docs/decisions.md#kept-heap)
     with kept_heap():
@@ -184,19 +186,21 @@ def integrate(
 
 
 def prepare_rounds(run: "MethodRun") -> tuple:
-    """(start, data terms, notes) of the rounds after the method: the method's z with the
-    steps before the rounds applied to Stage II's pieces (:data:`~fnin_cli.solvers.steps.BEFORE_ROUNDS`),
-    and the run's terms with the anchor at that start, so free offsets stay where the
-    method and the steps put them (docs/decisions.md#refine-prior). Built before the kept
-    heap, so that at camera size the terms' vectors are mapped on their own, not put in
-    holes the rounds reuse. The method's own z, weights and discontinuity are read by
-    nothing after this (the rounds' replace them) and are let go
-    (docs/results.md#camera-size-maps-issue-30)."""
+    """(the run without what no later step reads, (start, data terms, notes)) of the rounds
+    after the method: the start is the method's z with the steps before the rounds applied
+    to Stage II's pieces (:data:`~fnin_cli.solvers.steps.BEFORE_ROUNDS`), the terms the
+    run's with the anchor at that start, so free offsets stay where the method and the steps
+    put them (docs/decisions.md#refine-prior). Built before the kept heap, so that at camera
+    size the terms' vectors are mapped on their own, not put in holes the rounds reuse. The
+    run returned holds neither the method's own z, weights and discontinuity (the rounds'
+    replace them) nor the depth prior's own term (the terms hold it): at camera size each is
+    one or two vectors of the masked pixels (docs/results.md#camera-size-maps-issue-30)."""
     start, done = run_steps(BEFORE_ROUNDS, run.out.z, Pieces(run.system, run.out.weights, run.config.pieces),
                             run.context())
-    terms = run.rounds_terms(start)
-    run.out = replace(run.out, z=None, weights=None, discontinuity=None)
-    return start, terms, done.notes
+    terms = run.args.terms(start)
+    lighter = replace(run, out=replace(run.out, z=None, weights=None, discontinuity=None),
+                      args=replace(run.args, prior=None))
+    return lighter, (start, terms, done.notes)
 
 
 def the_rounds(run: "MethodRun", start, terms, notes: list, progress=None, stage=None) -> RoundsResult:
@@ -207,7 +211,7 @@ def the_rounds(run: "MethodRun", start, terms, notes: list, progress=None, stage
     rounds = run_rounds(run.system, start, run.out.edge_p, terms, run.config, run.rounds, run.out.backend,
                         run.hierarchy, progress)
     rounds.notes[:0] = notes
-    if run.hierarchy is not None and run.prior is None:
+    if run.hierarchy is not None and not (run.prior is not None and run.prior.fuses):
         run.hierarchy.drop()        # its memory serves what follows (docs/results.md#camera-size-maps-issue-30)
     return rounds
 
@@ -236,15 +240,6 @@ class MethodRun:
     def context(self, pins=()):
         """What the placement steps read (:class:`~fnin_cli.solvers.steps.Context`)."""
         return Context(self.system, self.config, self.out.edge_p, self.prior, tuple(pins))
-
-    def rounds_terms(self, z: np.ndarray) -> tuple:
-        """The data terms of the rounds after the method, started at ``z``: the anchor lam
-        towards it, then the depth prior's term where there is one. The run lets go of the
-        depth prior's own term then: no later solve reads it, and it is two float64
-        vectors of the masked pixels that would be held through the rounds beside these."""
-        terms = self.args.terms(z)
-        self.args = replace(self.args, prior=None)
-        return terms
 
 
 def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = None,

@@ -11,10 +11,11 @@ enters the integration, so that the pipeline never asks which kind it has:
   after them it is fitted to the result's main piece (:func:`~fnin_cli.prior.fit_relative`)
   and fused in one more solve; the result stays relative.
 
-Each has ``term(mask, camera)`` (its :class:`~fnin_cli.solvers.objective.Term` for every
-solve, or None), ``fuse(run, z, pieces)`` (z after it, and the prior as fitted to the
-result), ``to_depth(zimg, camera, mask, mean_depth, pin)`` and ``in_result(fitted, depth,
-zimg, inp)`` (the fitted prior in the result's frame, for the disagreement report).
+Each has ``fuses`` (whether a solve follows the rounds), ``term(mask, camera)`` (its
+:class:`~fnin_cli.solvers.objective.Term` for every solve, or None), ``fuse(run, z, pieces)``
+(z after it, and the prior as fitted to the result), ``to_depth(zimg, camera, mask,
+mean_depth, pin)`` and ``in_result(fitted, depth, zimg, inp)`` (the fitted prior in the
+result's frame, for the disagreement report).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from .solvers.objective import FixedTerm, FixedWeights, anchored
 
 class AbsolutePrior:
     """Metric depth: a fixed data term of every solve, and the result's scale or offset."""
+
+    fuses = False       # no solve after the rounds
 
     def __init__(self, prior: DepthPrior):
         self.prior = prior
@@ -53,6 +56,8 @@ class AbsolutePrior:
 
 class RelativePrior:
     """Depth known up to an affine map: fitted to the result and fused in one more solve."""
+
+    fuses = True        # one more solve after the rounds, with their AMG hierarchy
 
     def __init__(self, prior: DepthPrior):
         self.prior = prior

@@ -304,31 +304,44 @@ def measure_rounds(cases, candidates: dict, default_sets: str, large=(), warm_ca
     Path(a.out).write_text(json.dumps(rec, indent=1))
 
 
-def integrate_hooked(inp, config=None, rounds_bias=None, rounds_stop=None, rounds_adjust=None, **kw):
-    """:func:`fnin_cli.pipeline.integrate` with a study's changes to the rounds, which the
-    package's ``integrate`` no longer takes: ``rounds_bias(system, logits) -> logits``
-    (the rounds' prior), ``rounds_stop(round, z_before, z_after) -> bool`` and
-    ``rounds_adjust(z_start, system) -> adjust(round, z, weights) -> z`` (a factory, as the
-    studies wrote them). Built from the package's halves (``pipeline.run_method``,
-    ``solvers.rounds.run_rounds``, ``pipeline.finish``), so every other step is the
-    product's."""
+def integrate_composed(inp, config=None, rounds_rule=None, rounds_terms=None, **kw):
+    """:func:`fnin_cli.pipeline.integrate` composed from the package's public halves
+    (``run_method``, ``prepare_rounds``, the rounds' objective, ``finish``), with a study's
+    changes to the rounds' objective: ``rounds_rule(system, rule) -> rule`` (the weight rule,
+    e.g. other logits or k) and ``rounds_terms(run, start) -> tuple of Term`` (data terms added
+    after the run's own). With neither it runs exactly the shipped default
+    (tests/test_studies_lib.py). Studies that used the stop and adjust hooks the rounds had
+    until f7c0095 (studies/trust-rounds) ran at that commit."""
+    from dataclasses import replace as _replace
+
     from fnin_cli.config import DEFAULT
-    from fnin_cli.pipeline import finish, run_method, with_overrides
+    from fnin_cli.pipeline import finish, prepare_rounds, run_method, with_overrides
+    from fnin_cli.prior import as_prior
     from fnin_cli.resources import kept_heap
     from fnin_cli.scale import check_scale
-    from fnin_cli.solvers.rounds import run_rounds
-    from fnin_cli.solvers.system import DataTerm
+    from fnin_cli.solvers.rounds import rounds_objective, solve_rounds
 
     mean_depth, depth_at = kw.pop("mean_depth", None), kw.pop("depth_at", None)
     overrides = {k: kw.pop(k) for k in ("bini_k", "lam", "network_side") if k in kw}
-    check_scale(inp, mean_depth, depth_at)
-    run = run_method(inp, config=with_overrides(DEFAULT if config is None else config, **overrides), **kw)
+    prior = as_prior(kw.pop("depth_prior", None), inp)
+    check_scale(inp, mean_depth, depth_at, prior)
+    run = run_method(inp, config=with_overrides(DEFAULT if config is None else config, **overrides), prior=prior,
+                     **kw)
+    ready = None
+    if run.rounds.max_rounds:
+        run, ready = prepare_rounds(run)
     with kept_heap():
         rounds = None
-        if run.rounds.max_rounds:
-            z = run.out.z
-            rounds = run_rounds(run.system, z, run.out.edge_p, DataTerm(run.lam, z), run.config, run.rounds,
-                                run.out.backend, run.hierarchy, kw.get("progress"), bias=rounds_bias,
-                                stop=rounds_stop,
-                                adjust=rounds_adjust(z, run.system) if rounds_adjust is not None else None)
+        if ready is not None:
+            start, terms, notes = ready
+            objective = rounds_objective(run.system, run.out.edge_p, terms, run.config)
+            if rounds_rule is not None:
+                objective = _replace(objective, rule=rounds_rule(run.system, objective.rule))
+            if rounds_terms is not None:
+                objective = objective.plus(*rounds_terms(run, start))
+            rounds = solve_rounds(objective, start, run.config, run.rounds, run.out.backend, run.hierarchy,
+                                  kw.get("progress"))
+            rounds.notes[:0] = notes
+            if run.hierarchy is not None and not (run.prior is not None and run.prior.fuses):
+                run.hierarchy.drop()
         return finish(inp, run, rounds, mean_depth, depth_at)

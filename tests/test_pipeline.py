@@ -42,7 +42,7 @@ def test_integrate_is_run_method_the_rounds_and_finish(refine):
     run = run_method(inp, "fnin", refine, DEFAULT)
     rounds = None
     if run.rounds.max_rounds:
-        start, terms, notes = prepare_rounds(run)
+        run, (start, terms, notes) = prepare_rounds(run)
         rounds = run_rounds(run.system, start, run.out.edge_p, terms, run.config, run.rounds, run.out.backend,
                             run.hierarchy)
         rounds.notes[:0] = notes

@@ -12,6 +12,7 @@ import pytest
 from fnin_cli.camera import Camera
 from fnin_cli.config import DEFAULT
 from fnin_cli.errors import FninError
+from fnin_cli import pipeline
 from fnin_cli.pipeline import build_input, integrate, run_method
 from fnin_cli.prior import DepthPrior, as_prior, fit_relative, prior_report, read_prior
 from fnin_cli.solvers.system import DataTerm
@@ -252,8 +253,9 @@ def test_the_rounds_term_carries_the_prior_and_the_run_lets_go_of_its_own():
     p = _noisy(gt, 0.01 * float(np.nanmedian(gt)))
     run = run_method(inp, "fnin", None, DEFAULT, prior=p)
     want = DataTerm(run.lam, run.out.z).plus(p.term(inp.mask, inp.camera))
-    terms = run.rounds_terms(run.out.z)
-    assert run.args.prior is None
+    lighter, (start, terms, _) = pipeline.prepare_rounds(run)
+    assert lighter.args.prior is None and run.args.prior is not None and lighter.out.z is None
+    np.testing.assert_array_equal(start, run.out.z)        # a prior: no placement step moved it
     term = terms[0].at(None).plus(terms[1].at(None))
     np.testing.assert_array_equal(term.weight, want.weight)
     np.testing.assert_array_equal(term.target, want.target)

@@ -176,6 +176,12 @@ class Objective:
         weights = self.weights(z, d)
         return weights, self.energy(z, weights, d)
 
+    def normal_equations(self, z: np.ndarray | None = None) -> tuple:
+        """(A, b, ref) of the weighted system at z (:meth:`NormalSystem.normal_equations`):
+        the normals term's weights and the data terms at z assembled; ``ref`` the norm of
+        the data's part of b, to which solves measure their tolerance."""
+        return self.system.normal_equations(self.weights(z), self.data(z))
+
     def plus(self, *terms) -> "Objective":
         """This objective with more data terms after its own."""
         return replace(self, terms=self.terms + tuple(terms))

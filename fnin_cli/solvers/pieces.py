@@ -1,5 +1,5 @@
 """Pieces of the pixel graph that the weights cut apart, and what the normals cannot say
-about them (issue 31, items 4 and 5).
+about them.
 
 A *cut* is an edge between two neighbouring pixels that neither side trusts: both of its
 weights (p's towards q and q's towards p) are below a threshold. The connected components
@@ -8,12 +8,13 @@ one is the main piece; any other piece is joined to the rest only across cuts (o
 all: a separate island of the mask), so its offset (orthographic) or scale (perspective)
 relative to the main piece is something no integrator can know from the normals.
 
-- :func:`cut_pieces` labels the pieces;
+- :func:`cut_pieces` labels the pieces; :class:`Pieces` holds the labellings of one set of
+  weights, computed once and shared by every step that reads them;
 - :func:`loose_pieces` describes the non-main ones for ``--json`` and the preview;
 - :func:`reattach_slivers` holds single pixels and small slivers that the rounds cut
   loose to their neighbours (no isolated spikes): a small piece is shifted so that the
   differences its neighbours' normals predict across its boundary hold (the weighted
-  median over the boundary's edges, issue 43). A sliver here is held by mutual trust: an
+  median over the boundary's edges). A sliver here is held by mutual trust: an
   edge is kept only where *both* weights reach the threshold, which also isolates a pixel
   that one strong weight of its own ties to a neighbour that does not trust it back;
 - :func:`pin_pieces` shifts pieces so that given pixels get given unknowns (the repeatable
@@ -223,7 +224,7 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
     rows towards it ask for, each weighted by ``PiecesConfig.trust_floor`` plus the edge's trust
     (:func:`_boundary_edges`). It is one of them, never the midpoint of two: a pixel on a
     jump, whose neighbours' normals put it on either surface, joins the side it is tied to
-    most instead of the middle of the jump (issue 43). Small pieces that border
+    most instead of the middle of the jump. Small pieces that border
     larger ones are placed first, against those alone; then those that border the pieces
     just placed, and so on (a chain of one-pixel pieces along a silhouette follows the
     surface); small pieces that border only each other are placed against each other at

@@ -1,20 +1,19 @@
-"""Where the default puts the pieces the normals cannot place (issue 43, item 2).
+"""Where the default puts the pieces the normals cannot place.
 
 The pieces (:mod:`fnin_cli.solvers.pieces`) that the weights cut all round have an offset
 (orthographic) or scale (perspective) no integrator reads from the normals. Three readings
 place them, each measured in studies/pieces-meet:
 
 - :func:`place_by_bridges`, before the rounds: a surrounded piece moves to where a jump
-  along its boundary closes (dome's cap);
+  along its boundary closes (a cap on a wall);
 - :func:`place_at_creases`, before the rounds: a piece that meets the rest at a crease takes
-  the most connected reading, least squares across its boundary (flutes' third pipe);
+  the most connected reading, least squares across its boundary (sheared pipes);
 - :func:`place_behind_occluders`, after the rounds: a loose piece seen past an occluding
-  contour moves back, the least that puts it behind its occluder (goblet, synthetic
-  persp-09).
+  contour moves back, the least that puts it behind its occluder (a floor seen past a
+  ball's silhouette).
 
-:func:`~fnin_cli.solvers.rounds.rounds_start` and :func:`~fnin_cli.solvers.rounds.rounds_end`
-apply them with the default's settings (``RoundsConfig.bridge_edges``, ``crease_cos``,
-``occlusion_cos``).
+The steps of :mod:`fnin_cli.solvers.steps` apply them with the default's settings
+(``RoundsConfig.bridge_edges``, ``crease_cos``, ``occlusion_cos``).
 """
 
 from __future__ import annotations
@@ -169,7 +168,7 @@ def place_by_bridges(system: NormalSystem, z: np.ndarray, pieces: Pieces, min_ed
     """
     labels, sizes = pieces.plain[:2]
     min_pixels, tol = pieces.config.min_pixels, pieces.config.agree_tol
-    # the pieces that touch the outline, in one pass (each candidate then scans the edges)
+    # the pieces that touch the outline, in one pass (each piece tested then scans its edges)
     touches = np.bincount(labels[outline_pixels(system)], minlength=len(sizes)) > 0
     z = np.array(z, dtype=np.float64, copy=True)
     moved = []

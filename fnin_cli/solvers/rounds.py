@@ -110,7 +110,8 @@ def rounds_objective(system: NormalSystem, edge_p, terms: tuple, config: Integra
 def run_rounds(system: NormalSystem, z: np.ndarray, edge_p, terms: tuple, config: IntegrationConfig,
                rounds: RoundsConfig, backend: Backend, hierarchy: AMGCache | None = None,
                progress=None) -> RoundsResult:
-    """``rounds.max_rounds`` BiNI rounds started at ``z`` (:func:`rounds_objective`).
+    """``rounds.max_rounds`` BiNI rounds started at ``z`` (:func:`rounds_objective`, then
+    :func:`solve_rounds`).
 
     Parameters
     ----------
@@ -143,10 +144,19 @@ def run_rounds(system: NormalSystem, z: np.ndarray, edge_p, terms: tuple, config
     >>> r.rounds, float(np.abs(r.z).max())
     (1, 0.0)
     """
+    return solve_rounds(rounds_objective(system, edge_p, terms, config), z, config, rounds, backend, hierarchy,
+                        progress)
+
+
+def solve_rounds(objective: Objective, z: np.ndarray, config: IntegrationConfig, rounds: RoundsConfig,
+                 backend: Backend, hierarchy: AMGCache | None = None, progress=None) -> RoundsResult:
+    """The rounds' iterations of ``objective`` from ``z``: at most ``rounds.max_rounds``,
+    stopping by ``rounds.tol``, each solved by ``rounds.solver`` to ``rounds.inner_rtol``
+    (on a grid backend: its V-cycle, falling back to the CPU where the GPU's memory runs out)."""
     t0 = time.perf_counter()
     notes = []
     solve = InnerSolve(rounds.solver, rounds.inner_rtol, config.solver.maxiter, hierarchy,
                        config.solver.grid_coarse_scale)
-    r = minimise(rounds_objective(system, edge_p, terms, config), z, solve, backend, rounds.max_rounds, rounds.tol,
+    r = minimise(objective, z, solve, backend, rounds.max_rounds, rounds.tol,
                  (lambda i, e, z: progress(i)) if progress else None, notes)
     return RoundsResult(r.z, r.weights, r.iterations, time.perf_counter() - t0, notes)

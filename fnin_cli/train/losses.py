@@ -12,10 +12,10 @@ from .. import config as integration
 from ..camera import Camera
 from ..data.synthetic import object_groups
 from ..model.geometry import Level, backproject_t, bini_targets, masked_mean, point_normals
-from ..solvers.bini import bini_layout
+from ..solvers.objective import FixedWeights, anchored, bini_layout
 from ..solvers.linear import amg_preconditioner, pcg
 from ..solvers.stage2 import neighbour_weights, sliver_gate
-from ..solvers.system import DataTerm, NormalSystem, classic_lambda
+from ..solvers.system import NormalSystem, classic_lambda
 from .config import TrainConfig
 
 
@@ -163,7 +163,7 @@ def _scene_solve_error(normals, mask, K, pixel, w, zr_img, zgt_img, objects_img=
     zr = zr_img.astype(np.float64)[m]
     paired = bini_layout(w[0][m], w[1][m])
     weights = paired if gate is None else sliver_gate(system, paired, gate)
-    A, b, ref = system.normal_equations(weights, DataTerm(lam, zr))    # Stage II's system, as inference assembles it
+    A, b, ref = anchored(system, FixedWeights(weights), lam, zr).normal_equations()   # Stage II's objective
     M = amg_preconditioner(A)
     z, _, _ = pcg(A, b, zr, M, rtol=1e-6, ref_norm=ref)
     gt = zgt_img.astype(np.float64)[m]
