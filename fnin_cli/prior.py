@@ -168,12 +168,12 @@ def read_prior(path, shape, camera: Camera, sigma: float | None = None, kind: st
         depth, share, block = _read_points(path, shape)
     else:
         depth, share, block = _read_map(path, shape)
-    check_values(depth, kind, block, path)
     if camera.perspective and kind == "absolute":
         bad = np.isfinite(depth) & (depth < 0)
         if bad.any():
             raise FninError(f"the depth prior has {int(bad.sum())} negative depths, and a perspective camera "
                             "needs depth > 0 along the optical axis; is it a disparity or a z-up height?", path)
+    check_values(depth, kind, block, path)
     if sigma is None:
         sigma = default_sigma(depth, camera.perspective)
     return DepthPrior(depth, share, float(sigma), kind, str(path), block)
