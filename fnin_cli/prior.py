@@ -444,8 +444,8 @@ def as_prior(value, inp) -> DepthPrior | None:
     check_cover(prior, inp.mask)
     if prior.kind == "disparity":
         # 1/d with an unknown shift is not affine in depth: no exact conversion to fuse
-        raise FninError("--prior-kind disparity is not yet supported by integrate; convert it to depth "
-                        "(--prior-kind absolute) or give the network's depth (--prior-kind relative)", prior.source)
+        raise FninError("--prior-kind disparity is not yet supported by integrate; give depth instead "
+                        "(--prior-kind absolute if metric, relative if known up to a d + b)", prior.source)
     return prior
 
 
