@@ -14,7 +14,8 @@ b_p the pixel's share of one measurement (1; 1/k^2 for a block of a prior at 1/k
 map's size). Every method carries it in every solve (:class:`~fnin_cli.solvers.system.DataTerm`).
 
 - :func:`read_prior` reads a file (a depth map at the map's size or 1/k of it, or a CSV of
-  ``row,col,depth`` points) into a :class:`DepthPrior`;
+  ``row,col,depth`` points) into a :class:`DepthPrior` (absolute depth, relative depth, or
+  disparity) and refuses priors that carry no depth (:func:`check_values`);
 - :meth:`DepthPrior.term` is its data term for a system;
 - :func:`fit_relative` maps a relative prior (known up to an affine map of depth, as
   monocular networks give) onto an integrated surface;
@@ -24,7 +25,7 @@ map's size). Every method carries it in every solve (:class:`~fnin_cli.solvers.s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,15 @@ RELATIVE_BLOCK = 8
 SLOPE_PIXELS = 250_000
 # a prior value beyond this many sigmas from the result counts as a disagreement
 OUTLIER_SIGMAS = 3.0
-KINDS = ("absolute", "relative")
+# a depth map prior must cover at least this fraction of the mask: less is a crop or a
+# registration gone wrong, not a measurement of this object (points are measurements: exempt)
+MIN_COVER = 0.01
+# values whose spread is within this fraction of their magnitude count as one constant (a
+# placeholder fill, not a measurement; float32 keeps ~1e-7)
+CONSTANT_SPREAD = 1e-6
+# absolute: metric depth; relative: depth up to an affine map (a d + b); disparity: inverse
+# depth up to an affine map (a / z + b), as monocular networks and stereo give
+KINDS = ("absolute", "relative", "disparity")
 
 
 @dataclass
@@ -65,11 +74,16 @@ class DepthPrior:
     sigma : float
         The prior's noise (standard deviation) in its units.
     kind : str
-        "absolute" (metric depth) or "relative" (known up to an affine map of depth).
+        "absolute" (metric depth), "relative" (depth known up to an affine map) or
+        "disparity" (inverse depth known up to an affine map: a / z + b); ``depth`` holds
+        the file's values in each case.
     source : str
         The file it came from (or a description).
     block : int
         k for a prior at 1/k of the map's size, 1 at full size, 0 for points.
+    meta : dict
+        What made the prior, where known (the bench's priors: ``wrong``, the (H, W) pixels
+        it drew wrong on purpose).
     """
 
     depth: np.ndarray
@@ -78,6 +92,7 @@ class DepthPrior:
     kind: str = "absolute"
     source: str = ""
     block: int = 1
+    meta: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         # float32 images: a camera-size prior costs two 4-byte frames, not two 8-byte ones
@@ -90,6 +105,8 @@ class DepthPrior:
 
     def describe(self) -> str:
         what = "points" if self.block == 0 else ("map" if self.block == 1 else f"map at 1/{self.block}")
+        if self.kind == "disparity":
+            return f"disparity prior ({what}, {int(self.valid.sum())} pixels, sigma {self.sigma:g})"
         return f"{self.kind} depth prior ({what}, {int(self.valid.sum())} pixels, sigma {self.sigma:g})"
 
     def term(self, mask: np.ndarray, camera: Camera, share_scale: float = 1.0):
@@ -134,9 +151,11 @@ def read_prior(path, shape, camera: Camera, sigma: float | None = None, kind: st
     A depth map (``.npy``, ``.exr``, float ``.tif``, 16-bit ``.png`` with the scale chunks
     fnin writes) at the map's size or at 1/k of it (k an integer: each prior pixel is one
     k x k block); NaN, inf or 0 mean no value. Or a ``.csv`` with the header
-    ``row,col,depth`` (the normal map's pixel coordinates). ``sigma``: the prior's noise in
-    its units (None: :data:`DEFAULT_SIGMA_FRACTION` of its median depth, or of its range
-    for an orthographic camera). Raises :class:`FninError` naming the file and the fix.
+    ``row,col,depth`` (the normal map's pixel coordinates). A map at 1/k has each side the
+    map's side divided by k, rounded down or up (:func:`block_factor`). ``sigma``: the
+    prior's noise in its units (None: :func:`default_sigma`). ``kind``: one of
+    :data:`KINDS`. Raises :class:`FninError` naming the file and the fix, also for values
+    that carry no depth (:func:`check_values`).
     """
     path = Path(path)
     if kind not in KINDS:
@@ -149,18 +168,44 @@ def read_prior(path, shape, camera: Camera, sigma: float | None = None, kind: st
         depth, share, block = _read_points(path, shape)
     else:
         depth, share, block = _read_map(path, shape)
-    if not np.isfinite(depth).any():
-        raise FninError("the depth prior has no value (all NaN, inf or 0); give a prior with depths", path)
     if camera.perspective and kind == "absolute":
         bad = np.isfinite(depth) & (depth < 0)
         if bad.any():
             raise FninError(f"the depth prior has {int(bad.sum())} negative depths, and a perspective camera "
                             "needs depth > 0 along the optical axis; is it a disparity or a z-up height?", path)
+    check_values(depth, kind, block, path)
     if sigma is None:
-        v = depth[np.isfinite(depth)]
-        scale = float(np.median(np.abs(v))) if camera.perspective else float(np.percentile(v, 95) - np.percentile(v, 5))
-        sigma = DEFAULT_SIGMA_FRACTION * (scale if scale > 0 else 1.0)
+        sigma = default_sigma(depth, camera.perspective)
     return DepthPrior(depth, share, float(sigma), kind, str(path), block)
+
+
+def default_sigma(depth: np.ndarray, perspective: bool) -> float:
+    """``--prior-sigma``'s default for a prior of values ``depth`` (NaN: none):
+    :data:`DEFAULT_SIGMA_FRACTION` of its median (perspective) or of its 5-95% range
+    (orthographic)."""
+    v = depth[np.isfinite(depth)]
+    if not v.size:
+        return DEFAULT_SIGMA_FRACTION
+    scale = float(np.median(np.abs(v))) if perspective else float(np.percentile(v, 95) - np.percentile(v, 5))
+    return DEFAULT_SIGMA_FRACTION * (scale if scale > 0 else 1.0)
+
+
+def check_values(depth: np.ndarray, kind: str, block: int, source="") -> None:
+    """Raise :class:`FninError` (one line) where a prior's values (NaN: none) carry no
+    depth: none at all, disparity <= 0 everywhere (nearer is larger, so some must be
+    positive), or one constant value (a placeholder fill; for points only where a relative
+    or disparity prior needs two values to be fitted: equal absolute points can be a plane
+    facing the camera)."""
+    v = depth[np.isfinite(depth)]
+    if not v.size:
+        raise FninError("the depth prior has no value (all NaN, inf or 0); give a prior with depths", source)
+    if kind == "disparity" and not (v > 0).any():
+        raise FninError("the disparity prior has no value > 0 (disparity grows as depth shrinks); is it depth? "
+                        "then use --prior-kind absolute or relative", source)
+    if (block != 0 or kind != "absolute") and float(np.ptp(v)) <= CONSTANT_SPREAD * float(np.max(np.abs(v))):
+        what = "point" if block == 0 and v.size == 1 else "value"
+        raise FninError(f"the depth prior is one constant {what} ({float(v[0]):g} at {v.size} pixels): it holds no "
+                        "shape to fuse; is it a placeholder fill?", source)
 
 
 def _read_map(path: Path, shape):
@@ -179,14 +224,34 @@ def _read_map(path: Path, shape):
     ph, pw = arr.shape
     if (ph, pw) == (h, w):
         return arr, np.where(np.isfinite(arr), 1.0, 0.0), 1
-    k = h // ph if ph else 0
-    if ph and pw and k >= 2 and h // ph == w // pw and (h // k, w // k) == (ph, pw):
-        depth = np.full((h, w), np.nan)
-        depth[:ph * k, :pw * k] = np.kron(arr, np.ones((k, k)))
+    k = block_factor((ph, pw), (h, w))
+    if k is not None:
+        depth = np.kron(arr, np.ones((k, k)))[:h, :w]      # a side rounded up: its last blocks cropped
+        if depth.shape != (h, w):                          # a side rounded down: the last rows/cols none
+            depth = np.pad(depth, ((0, h - depth.shape[0]), (0, w - depth.shape[1])), constant_values=np.nan)
         return depth, np.where(np.isfinite(depth), 1.0 / k ** 2, 0.0), k
-    raise FninError(f"the depth prior is {pw}x{ph}, but the normal map is {w}x{h}: give a prior at the map's size "
-                    f"or at 1/k of it (e.g. {w // 2}x{h // 2}, {w // 4}x{h // 4}), or a .csv of row,col,depth points",
-                    path)
+    sizes = ", ".join(f"1/{k}: {_sides(h, k)} x {_sides(w, k)}" for k in (2, 4, 8))
+    raise FninError(f"the depth prior is {ph} x {pw} (rows x cols), but the normal map is {h} x {w}: give a prior "
+                    f"at the map's size or at 1/k of it, each side divided by k rounded down or up ({sizes}), "
+                    "or a .csv with the header row,col,depth", path)
+
+
+def block_factor(prior_shape, shape) -> int | None:
+    """k >= 2 such that each side of ``prior_shape`` (rows, cols) is the side of ``shape``
+    divided by k, rounded down or up (612 / 8 -> 76 or 77); the smallest such k, or None."""
+    (ph, pw), (h, w) = prior_shape, shape
+    if ph < 1 or pw < 1:
+        return None
+    # ph = floor or ceil of h / k  <=>  h / (ph + 1) < k < h / (ph - 1): a few integers at most
+    for k in range(max(2, h // (ph + 1)), h // max(ph - 1, 1) + 2):
+        if all(side in (n // k, -(-n // k)) for side, n in ((ph, h), (pw, w))):
+            return k
+    return None
+
+
+def _sides(n: int, k: int) -> str:
+    lo, hi = n // k, -(-n // k)
+    return f"{lo}" if lo == hi else f"{lo} or {hi}"
 
 
 def _read_points(path: Path, shape):
@@ -210,7 +275,8 @@ def _read_points(path: Path, shape):
             raise FninError(f"line {i} is not row,col,depth (integers, then a number): '{line.strip()}'",
                             path) from None
         if not (0 <= r < h and 0 <= c < w):
-            raise FninError(f"line {i}: pixel (row {r}, col {c}) is outside the {w}x{h} normal map", path)
+            raise FninError(f"line {i}: pixel (row {r}, col {c}) is outside the {h} x {w} (rows x cols) normal map",
+                            path)
         if np.isfinite(d) and d != 0:
             depth[r, c] = d
     return depth, np.where(np.isfinite(depth), 1.0, 0.0), 0
@@ -366,14 +432,33 @@ def as_prior(value, inp) -> DepthPrior | None:
     path read with :func:`read_prior`'s defaults. Only its values inside the input's mask
     count: every reader masks them (no masked copy is made: at camera size that was two
     more frames beside the caller's, held through the run). Raises :class:`FninError`
-    where no prior value falls on the object."""
+    where no prior value falls on the object, where a map covers less than
+    :data:`MIN_COVER` of it (:func:`check_cover`), and for a disparity prior, which no
+    solver fuses yet."""
     if value is None:
         return None
     prior = value if isinstance(value, DepthPrior) else read_prior(value, inp.shape, inp.camera)
     if prior.depth.shape != inp.mask.shape:
-        raise FninError(f"the depth prior is laid on a {prior.depth.shape[1]}x{prior.depth.shape[0]} grid, the "
-                        f"map is {inp.shape[1]}x{inp.shape[0]}", prior.source)
-    if not (prior.valid & inp.mask).any():
+        raise FninError(f"the depth prior is laid on a {prior.depth.shape[0]} x {prior.depth.shape[1]} grid (rows x "
+                        f"cols), the map is {inp.shape[0]} x {inp.shape[1]}", prior.source)
+    check_cover(prior, inp.mask)
+    if prior.kind == "disparity":
+        # 1/d with an unknown shift is not affine in depth: no exact conversion to fuse
+        raise FninError("--prior-kind disparity is not yet supported by integrate; give depth instead "
+                        "(--prior-kind absolute if metric, relative if known up to a d + b)", prior.source)
+    return prior
+
+
+def check_cover(prior: DepthPrior, mask: np.ndarray) -> None:
+    """Raise :class:`FninError` (one line) where no value of ``prior`` falls inside
+    ``mask``, or a map (not points: each point is a measurement, 200 SfM points are 0.4%
+    of a 50,000-pixel object) covers less than :data:`MIN_COVER` of it."""
+    on = int((prior.valid & mask).sum())
+    if not on:
         raise FninError("no value of the depth prior falls inside the mask; is it registered to the normal map?",
                         prior.source)
-    return prior
+    total = int(mask.sum())
+    if prior.block != 0 and on < MIN_COVER * total:
+        raise FninError(f"the depth prior covers {on} of the object's {total} pixels ({on / total:.2%}, under "
+                        f"{MIN_COVER:.0%}): is it cropped or registered elsewhere? (points: give a .csv)",
+                        prior.source)

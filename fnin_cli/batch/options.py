@@ -97,7 +97,7 @@ class Options:
         if self.downsample < 1:
             raise UsageError(f"--downsample must be 1 or more, got {self.downsample}")
         if self.prior_kind not in PRIOR_KINDS:
-            raise UsageError(f"unknown --prior-kind '{self.prior_kind}'; use {' or '.join(PRIOR_KINDS)}")
+            raise UsageError(f"unknown --prior-kind '{self.prior_kind}'; use {', '.join(PRIOR_KINDS)}")
         if self.prior_sigma is not None and not (np.isfinite(self.prior_sigma) and self.prior_sigma > 0):
             raise UsageError(f"--prior-sigma must be a positive number, got {self.prior_sigma}")
         if (self.prior_sigma is not None or self.prior_kind != "absolute") and self.depth_prior is None:

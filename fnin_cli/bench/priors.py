@@ -13,7 +13,17 @@ repeat, and models what users hold beside their normals (docs/methods.md#depth-p
   (0.5 mm at 1.5 m; orthographic: 0.3% of the depth range);
 - ``relative``: a monocular network's depth: the true depth smoothed heavily (a Gaussian
   of 1/20 of the image's long side, inside the mask), then an unknown affine map
-  a d + b (a in [0.5, 2], b within 30% of the median depth).
+  a d + b (a in [0.5, 2], b within 30% of the median depth);
+- ``patches``: a full-size map that is wrong in places: the true depth with noise 0.067%
+  of the median depth (1 mm at 1.5 m; orthographic: 0.5% of the depth range), sigma given,
+  and three discs of 5% of the mask each shifted back by 2% of the median depth (30 mm
+  at 1.5 m; orthographic: 15% of the range); ``meta["wrong"]`` holds the discs' pixels;
+- ``mono-depth`` and ``mono-disparity``: a monocular network's output: the true depth
+  warped by a smooth field of 4% of the object's depth range (a few random low-frequency
+  waves), blurred by a Gaussian of 3 px inside the mask, then an unknown affine map of
+  depth (a z + b, kind relative) or of disparity (a / z + b, kind disparity);
+- ``dense8-nosigma`` and ``sparse-nosigma``: ``dense8`` and ``sparse`` as a user without
+  a noise figure gives them: sigma is the reader's default (:func:`~fnin_cli.prior.default_sigma`).
 """
 
 from __future__ import annotations
@@ -22,13 +32,20 @@ import zlib
 
 import numpy as np
 
-from ..prior import DepthPrior
+from dataclasses import replace
+
+from ..prior import DepthPrior, default_sigma
 from ..solvers.rounds import view_cosine
 from ..solvers.system import NormalSystem
 
-KINDS = ("dense8", "sparse", "relative")
+KINDS = ("dense8", "sparse", "relative", "patches", "mono-depth", "mono-disparity", "dense8-nosigma",
+         "sparse-nosigma")
+# the kinds whose prior fixes the depth (an absolute error, nothing fitted, means something)
+ABSOLUTE_KINDS = ("dense8", "sparse", "patches", "dense8-nosigma", "sparse-nosigma")
 BLOCK = 8
 SPARSE_POINTS = 200
+PATCHES, PATCH_SHARE = 3, 0.05       # patches: three discs of 5% of the mask each
+MONO_WARP, MONO_BLUR = 0.04, 3.0     # mono-*: warp of 4% of the depth range, blur of 3 px
 
 
 def case_seed(seed: int, name: str) -> int:
@@ -55,6 +72,13 @@ def make_prior(kind: str, gt: np.ndarray, inp, seed: int) -> DepthPrior:
         return DepthPrior(depth, np.isfinite(depth).astype(float), sigma, "absolute", f"sparse (seed {seed})", 0)
     if kind == "relative":
         return _relative(gt, mask, rng, median)
+    if kind == "patches":
+        return _patches(gt, mask, rng, median, span, persp)
+    if kind in ("mono-depth", "mono-disparity"):
+        return _mono(gt, mask, rng, median, span, kind == "mono-disparity")
+    if kind in ("dense8-nosigma", "sparse-nosigma"):
+        given = make_prior(kind.split("-")[0], gt, inp, seed)
+        return replace(given, sigma=default_sigma(given.depth, persp), source=f"{given.source} (sigma not given)")
     raise ValueError(f"unknown prior kind '{kind}'; use one of {', '.join(KINDS)}")
 
 
@@ -100,6 +124,74 @@ def _relative(gt, mask, rng, median) -> DepthPrior:
     depth[~(np.isfinite(depth) & (depth > 0))] = np.nan
     spread = float(np.nanstd(depth)) or 1.0
     return DepthPrior(depth, np.isfinite(depth).astype(float), 0.1 * spread, "relative", "relative", 1)
+
+
+def _patches(gt, mask, rng, median, span, persp) -> DepthPrior:
+    sigma = median / 1500 if persp else 0.005 * span
+    shift = 0.02 * median if persp else 0.15 * span
+    rows, cols = np.nonzero(mask)
+    n = int(round(PATCH_SHARE * rows.size))
+    wrong = np.zeros(gt.shape, bool)
+    for _ in range(PATCHES):
+        free = np.flatnonzero(~wrong[rows, cols])
+        c = free[rng.integers(free.size)]
+        # the n mask pixels nearest a centre: a disc of 5% of the mask, clipped to it
+        near = np.argsort((rows - rows[c]) ** 2 + (cols - cols[c]) ** 2, kind="stable")[:n]
+        wrong[rows[near], cols[near]] = True
+    depth = np.where(mask, gt + rng.normal(0.0, sigma, gt.shape), np.nan)
+    depth[wrong] += shift
+    return DepthPrior(depth, np.isfinite(depth).astype(float), sigma, "absolute", "patches", 1,
+                      meta={"wrong": wrong})
+
+
+def _masked_blur(values, mask, s):
+    from scipy.ndimage import gaussian_filter
+
+    filled = gaussian_filter(np.where(mask, values, 0.0), s, mode="nearest")
+    weight = gaussian_filter(mask.astype(float), s, mode="nearest")
+    out = np.full(values.shape, np.nan)
+    np.divide(filled, weight, out=out, where=mask & (weight > 1e-6))
+    return out
+
+
+def _mono(gt, mask, rng, median, span, disparity: bool) -> DepthPrior:
+    h, w = gt.shape
+    yy, xx = np.mgrid[:h, :w] / max(h, w)
+    warp = np.zeros(gt.shape)
+    for _ in range(3):   # low-frequency waves of 1-2 periods across the image
+        f, angle, phase = rng.uniform(1.0, 2.0), rng.uniform(0, np.pi), rng.uniform(0, 2 * np.pi)
+        warp += np.cos(2 * np.pi * f * (xx * np.cos(angle) + yy * np.sin(angle)) + phase)
+    warp *= MONO_WARP * span / max(float(np.max(np.abs(warp[mask]))), 1e-12)
+    z = _masked_blur(gt + warp, mask, MONO_BLUR)
+    if disparity:
+        a = median * float(np.exp(rng.uniform(np.log(0.5), np.log(2.0))))   # a / z about 0.5..2
+        b = float(rng.uniform(-0.2, 0.5))
+        values, kind = a / z + b, "disparity"
+    else:
+        a = float(np.exp(rng.uniform(np.log(0.5), np.log(2.0))))
+        b = float(rng.uniform(-0.3, 0.3)) * median
+        values, kind = a * z + b, "relative"
+    values[~(np.isfinite(values) & (values > 0))] = np.nan
+    spread = float(np.nanstd(values)) or 1.0
+    source = "mono-disparity" if disparity else "mono-depth"
+    return DepthPrior(values, np.isfinite(values).astype(float), 0.1 * spread, kind, source, 1)
+
+
+def fit_to_truth(prior: DepthPrior, gt: np.ndarray, mask: np.ndarray) -> tuple:
+    """(the prior as depth, how it was fitted): a relative prior's best affine map of depth
+    to ``gt`` (least squares over the pixels with both), a disparity prior's best affine
+    map of disparity (a / z + b fitted to 1 / gt, then inverted); an absolute prior as is."""
+    if prior.kind == "absolute":
+        return prior.depth.astype(np.float64), None
+    m = prior.valid & mask & np.isfinite(gt)
+    p = prior.depth[m].astype(np.float64)
+    target = 1.0 / gt[m] if prior.kind == "disparity" else gt[m]
+    (a, b), *_ = np.linalg.lstsq(np.stack([p, np.ones(p.size)], 1), target, rcond=None)
+    fitted = a * prior.depth.astype(np.float64) + b
+    if prior.kind == "disparity":
+        fitted = np.where(fitted > 0, 1.0 / np.where(fitted > 0, fitted, 1.0), np.nan)
+        return fitted, "affine in disparity, least squares to 1/gt"
+    return fitted, "affine in depth, least squares to gt"
 
 
 def prior_alone(prior: DepthPrior, mask: np.ndarray) -> np.ndarray:

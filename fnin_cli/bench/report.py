@@ -105,7 +105,8 @@ def write_csv(path, report):
     """Write ``report`` as CSV: one row per case and method (atomic)."""
     import csv
 
-    keys = ["made_mm", "piece_made_mm", "median_mm", "p95_mm", "rmse_mm", "seconds", "peak_rss_mb", "pixels",
+    keys = ["made_mm", "piece_made_mm", "abs_made_mm", "right_made_mm", "right_abs_made_mm", "cover_made_mm",
+            "median_mm", "p95_mm", "rmse_mm", "seconds", "peak_rss_mb", "pixels",
             "iterations"]
     with atomic_path(path) as tmp:
         with open(tmp, "w", newline="") as fh:
@@ -141,8 +142,18 @@ def table_heading(report) -> str:
 
 
 def _absolute(report) -> bool:
-    """Whether a depth prior fixed the depth (an ``abs`` column): any prior kind but ``relative``."""
-    return bool(report.get("prior")) and report["prior"]["kind"] != "relative"
+    """Whether a depth prior fixed the depth (an ``abs`` column): an absolute prior kind
+    (:data:`.priors.ABSOLUTE_KINDS`)."""
+    from .priors import ABSOLUTE_KINDS
+
+    return bool(report.get("prior")) and report["prior"]["kind"] in ABSOLUTE_KINDS
+
+
+def _right(report) -> list:
+    """The methods with an error where the prior was right (a ``right`` column each: a
+    prior drawn wrong in places, ``patches``)."""
+    means = report.get("mean") or {}
+    return [m for m in report.get("methods", []) if "right_made_mm" in (means.get(m) or {})]
 
 
 def _pieces(report) -> list:
@@ -165,7 +176,11 @@ def table_legend(report) -> str:
                      "depth)")
         else:
             line += f"; with the {p['kind']} depth prior (seed {p['seed']}), fitted: the depth stays relative"
-        line += "; prior: the prior alone; noprior: the default without it"
+        if _right(report):
+            line += "; right: MADE over the pixels where the prior was right"
+        fits = {r.get("prior_fit") for per in report.get("cases", {}).values() for r in per.values()} - {None}
+        line += ("; prior: the prior alone" + (f" ({', '.join(sorted(fits))})" if fits else "")
+                 + "; noprior: the default without it")
     return line
 
 
@@ -182,15 +197,18 @@ def rich_table(report):
     t.add_column("case", no_wrap=True)
     absolute = _absolute(report)
     pieces = _pieces(report)
+    rights = _right(report)
     for m in methods:
         t.add_column(f"{m}\nMADE", justify="right")
         if absolute:
             t.add_column(f"{m}\nabs", justify="right")
+        if m in rights:
+            t.add_column(f"{m}\nright", justify="right")
         if m in pieces:
             t.add_column(f"{m}\npiece", justify="right")
         t.add_column(f"{m}\ns", justify="right")
 
-    def row(name, made, secs, end_section=False, absolute_made=None, piece=None):
+    def row(name, made, secs, end_section=False, absolute_made=None, piece=None, right=None):
         ok_made = {m: v for m, v in made.items() if v is not None and np.isfinite(v)}
         ok_secs = {m: v for m, v in secs.items() if v is not None and np.isfinite(v)}
         best = min(ok_made, key=ok_made.get) if ok_made else None
@@ -202,6 +220,9 @@ def rich_table(report):
             if absolute:
                 a = (absolute_made or {}).get(m)
                 cells.append(fmt_error(a) if a is not None and np.isfinite(a) else "-")
+            if m in rights:
+                r = (right or {}).get(m)
+                cells.append(fmt_error(r) if r is not None and np.isfinite(r) else "-")
             if m in pieces:
                 p = (piece or {}).get(m)
                 cells.append(fmt_error(p) if p is not None and np.isfinite(p) else "-")
@@ -215,9 +236,11 @@ def rich_table(report):
         row(c, {m: per[m].get("made_mm") for m in methods},
             {m: per[m].get("seconds") for m in methods}, end_section=i == len(names) - 1,
             absolute_made={m: per[m].get("abs_made_mm") for m in methods},
-            piece={m: per[m].get("piece_made_mm") for m in methods})
+            piece={m: per[m].get("piece_made_mm") for m in methods},
+            right={m: per[m].get("right_made_mm") for m in methods})
     row("mean", {m: report["mean"][m]["made_mm"] for m in methods},
         {m: report["mean"][m]["seconds_total"] if not report["mean"][m]["failed"] else None for m in methods},
         absolute_made={m: report["mean"][m].get("abs_made_mm") for m in methods},
-        piece={m: report["mean"][m].get("piece_made_mm") for m in methods})
+        piece={m: report["mean"][m].get("piece_made_mm") for m in methods},
+        right={m: report["mean"][m].get("right_made_mm") for m in methods})
     return t

@@ -262,6 +262,9 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
         rec["objects"] = err["objects"]
     if depth_prior is not None and depth_prior.kind == "absolute" and method != NO_PRIOR_KEY:
         rec["abs_made_mm"] = absolute_made(res.depth, gt, res.mask)
+    if depth_prior is not None:
+        rec.update(_where_right(depth_prior, res.depth, gt, res.mask, err["abs_error"],
+                                "abs_made_mm" in rec))
     if res.loose.any() and object_id is None:   # what the normals could not place, aligned piece by piece
         rec["piece_made_mm"] = piece_made(res.depth, gt, res.mask, res.loose, inp.camera.perspective)
     if method in (DEFAULT_KEY, NO_PRIOR_KEY):
@@ -285,20 +288,45 @@ def absolute_made(est, gt, mask) -> float:
     return float(np.mean(np.abs(est[m] - gt[m]))) if m.any() else float("nan")
 
 
-def _prior_alone_record(prior, inp, gt, object_id, names, t_load) -> dict:
-    """The bench record of a depth prior alone (:func:`.priors.prior_alone`)."""
-    from .priors import prior_alone
+def _where_right(prior, est, gt, mask, abs_error, absolute: bool) -> dict:
+    """``right_made_mm`` (and with ``absolute`` ``right_abs_made_mm``): the errors over the
+    pixels where a prior drawn wrong in places (``meta["wrong"]``, the ``patches`` kind)
+    was right; nothing for other priors."""
+    wrong = prior.meta.get("wrong")
+    if wrong is None:
+        return {}
+    right = mask & ~wrong
+    out = {"right_made_mm": float(np.nanmean(abs_error[right]))}
+    if absolute:
+        out["right_abs_made_mm"] = absolute_made(est, gt, right)
+    return out
 
-    est = prior_alone(prior, inp.mask)
+
+def _prior_alone_record(prior, inp, gt, object_id, names, t_load) -> dict:
+    """The bench record of a depth prior alone (:func:`.priors.prior_alone`): a relative
+    or disparity prior first takes its best affine fit to the truth (:func:`.priors.fit_to_truth`,
+    ``prior_fit`` says which), then the protocol's scale or offset as every method;
+    ``made_mm`` over the mask (filled by nearest values), ``cover_made_mm`` over the pixels
+    where the prior has values."""
+    from dataclasses import replace
+
+    from .priors import fit_to_truth, prior_alone
+
     persp = inp.camera.perspective
+    fitted, how = fit_to_truth(prior, gt, inp.mask)
+    est = prior_alone(replace(prior, depth=fitted), inp.mask)
     err = (align_objects(est, gt, inp.mask, object_id, persp, names) if object_id is not None
            else align_and_errors(est, gt, inp.mask, persp))
+    covered = prior.valid & inp.mask
     rec = {"status": "ok", "made_mm": err["made"], "median_mm": err["median"], "p95_mm": err["p95"],
            "rmse_mm": err["rmse"], "seconds": 0.0,
            "stages": {"load": t_load}, "pixels": int(inp.mask.sum()), "eval_pixels": err["pixels"],
-           "missing_pixels": err["missing"], "perspective": bool(persp), "prior": prior.describe()}
+           "missing_pixels": err["missing"], "perspective": bool(persp), "prior": prior.describe(),
+           "prior_fit": ((how + ", then ") if how else "") + ("median scale" if persp else "median offset"),
+           "cover_made_mm": float(np.nanmean(err["abs_error"][covered])) if covered.any() else float("nan")}
     if prior.kind == "absolute":
         rec["abs_made_mm"] = absolute_made(est, gt, inp.mask)
+    rec.update(_where_right(prior, est, gt, inp.mask, err["abs_error"], prior.kind == "absolute"))
     if "objects" in err:
         rec["objects"] = err["objects"]
     return rec
@@ -468,8 +496,9 @@ def run_bench(cases, methods=DEFAULT_METHODS, threads: int = 1, warmup: bool = T
             "seconds_total": float(sum(r["seconds"] for r in ok)),
             "cases": len(ok), "failed": failed,
         }
-        if ok and not failed and all("abs_made_mm" in r for r in ok):
-            report["mean"][m]["abs_made_mm"] = float(np.mean([r["abs_made_mm"] for r in ok]))
+        for key in ("abs_made_mm", "right_made_mm", "right_abs_made_mm", "cover_made_mm"):
+            if ok and not failed and all(key in r for r in ok):
+                report["mean"][m][key] = float(np.mean([r[key] for r in ok]))
         if ok and not failed and any("piece_made_mm" in r for r in ok):
             # a case with no loose piece counts with its MADE: aligned piece by piece it is the same
             report["mean"][m]["piece_made_mm"] = float(np.mean([r.get("piece_made_mm", r["made_mm"]) for r in ok]))

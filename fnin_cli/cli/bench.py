@@ -59,11 +59,14 @@ def bench(
                                "fastest (errors: the first run's)"),
     model: Optional[Path] = typer.Option(None, "--model", help="FNIN weights for the network methods "
                                          "(default: the bundled ones)"),
-    prior: Optional[str] = typer.Option(None, "--prior", metavar="dense8|sparse|relative",
-                                        help="give every method a depth prior drawn from the ground truth (a "
-                                             "sensor's 1/8 map, 200 SfM points, a monocular network's relative "
-                                             "depth); adds the absolute error and the methods prior (alone) and "
-                                             "noprior (the default without it); --out-dir also gets each prior"),
+    prior: Optional[str] = typer.Option(None, "--prior", metavar="KIND",
+                                        help="give every method a depth prior drawn from the ground truth: "
+                                             "dense8 (a sensor's 1/8 map), sparse (200 SfM points), relative (a "
+                                             "smoothed relative depth), patches (a full map with three wrong "
+                                             "discs), mono-depth, mono-disparity (a monocular network's warped, "
+                                             "blurred output), dense8-nosigma, sparse-nosigma (sigma not given); "
+                                             "adds the absolute error and the methods prior (alone) and noprior "
+                                             "(the default without it); --out-dir also gets each prior"),
     prior_seed: int = typer.Option(0, "--prior-seed", help="the seed of the --prior draws"),
 ):
     """Accuracy (MADE after median scale/offset) and speed of the methods on data with ground truth."""

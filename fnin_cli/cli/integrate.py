@@ -113,12 +113,14 @@ def integrate_cmd(
                                                       "repeat it to pin each loose piece (--json lists them)"),
     depth_prior: Optional[str] = typer.Option(None, "--depth-prior", metavar="FILE", help="depth you already have "
                                               "(sensor, SfM points, a model's depth): a depth map at the map's size "
-                                              "or 1/k of it, or a row,col,depth .csv; '{stem}_prior.npy' per input; "
-                                              "the result is then in its units"),
+                                              "or 1/k of it (each side rounded down or up), or a .csv with the "
+                                              "header row,col,depth (pixel row, column, depth); '{stem}_prior.npy' "
+                                              "per input; the result is then in its units"),
     prior_sigma: Optional[float] = typer.Option(None, "--prior-sigma", help="the depth prior's noise (standard "
                                                 "deviation, its units; default 1% of its median depth)"),
-    prior_kind: str = typer.Option("absolute", "--prior-kind", help="absolute, or relative (known up to an "
-                                   "affine map of depth, as monocular networks give: fitted, then fused)"),
+    prior_kind: str = typer.Option("absolute", "--prior-kind", help="absolute; relative (known up to an "
+                                   "affine map of depth, as monocular networks give: fitted, then fused); or "
+                                   "disparity (inverse depth up to an affine map: read and checked, not yet fused)"),
     colors: bool = typer.Option(True, "--colors/--no-colors", help="mesh vertex colours from the normals"),
     mesh_axes: Optional[str] = typer.Option(
         None, "--mesh-axes", metavar="opencv|opengl", help="axes of .ply/.obj/.stl meshes: opencv (default: the "
