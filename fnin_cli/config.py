@@ -160,6 +160,28 @@ class PiecesConfig:
 
 
 @dataclass(frozen=True)
+class PriorConfig:
+    """How a depth prior's term (fnin_cli.priors) trusts it."""
+
+    # the term's robust loss: "cauchy", "huber", "tukey", or None (a plain quadratic: a wrong
+    # patch pulls the whole surface) (docs/decisions.md#robust-prior)
+    loss: str | None = "cauchy"
+    # the loss's scale in sigmas of the prior's noise: the textbook constants of 95% efficiency
+    # on Gaussian noise (cauchy 2.385, huber 1.345, tukey 4.685) (docs/decisions.md#robust-prior)
+    loss_scale: float = 2.385
+    # a one-shot or wls solve whose prior reweights itself runs at most this many times,
+    # stopping once the energy changes by less than tol (the rounds already iterate)
+    iterations: int = 8
+    tol: float = 1e-3
+    # a sigma not given is estimated once, from the prior's residual against the first solve
+    # (whose prior is weak: its start sigma), as 1.4826 x the median absolute residual per
+    # measurement; never below this fraction of that start (docs/decisions.md#robust-prior)
+    estimate_floor: float = 0.01
+    # a prior disagreeing on more than this share of its measurements gets a warning
+    rejected_warn: float = 0.1
+
+
+@dataclass(frozen=True)
 class IntegrationConfig:
     """Everything :func:`fnin_cli.pipeline.integrate` needs besides its input and method."""
 
@@ -167,6 +189,7 @@ class IntegrationConfig:
     one_shot: OneShotConfig = field(default_factory=OneShotConfig)
     rounds: RoundsConfig = field(default_factory=RoundsConfig)
     pieces: PiecesConfig = field(default_factory=PiecesConfig)
+    prior: PriorConfig = field(default_factory=PriorConfig)
 
     def as_dict(self) -> dict:
         """Plain nested dict (JSON-ready)."""

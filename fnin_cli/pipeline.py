@@ -54,6 +54,7 @@ class Result:
     pieces_from: tuple | None = field(default=None, repr=False)  # (pieces, placed, placed by id, prior pixels)
     prior_residual: dict | None = None   # where the result and the depth prior disagree (prior.prior_report)
     prior_disagree: np.ndarray | None = field(default=None, repr=False)  # (H, W) beyond 3 sigma of the prior
+    prior_trust: np.ndarray | None = field(default=None, repr=False)     # (H, W) the prior's trust in [0, 1], NaN: none
 
     @property
     def pixels(self) -> int:
@@ -259,10 +260,11 @@ def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = No
     rounds = m.rounds(config, refine)
     hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
-    kind = prior_kind(prior)
+    kind = prior_kind(prior, config.prior)
     term = None if kind is None else kind.term(inp.mask, inp.camera)
     args = RunArgs(lam_sys, config, backend, device, model, progress, stage,
-                   rounds.stage2_rtol if shared else None, hierarchy if shared else None, term)
+                   rounds.stage2_rtol if shared else None, hierarchy if shared else None, term,
+                   bool(rounds.max_rounds))
     out = m.run(system, inp, args)
     seconds.update(out.seconds)
     return MethodRun(method, system, out, config, rounds, args, hierarchy, t0, seconds, kind)
@@ -315,12 +317,14 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         depth, note = kind.to_depth(zimg, inp.camera, inp.mask, mean_depth, pin0)
     else:
         depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pin0)
-    residual = disagree_map = prior_pixels = None
+    residual = disagree_map = prior_pixels = trust = None
     if kind is not None:
         fitted, more = kind.in_result(fitted, depth, zimg, inp)
         note += more
         residual, disagree = prior_report(fitted, depth, inp.mask, inp.camera, inp.normals)
-        notes += disagree
+        robust, rejected, trust = kind.report(inp.mask)
+        residual.update(robust)
+        notes += rejected + disagree
         on = fitted.valid & inp.mask
         disagree_map = np.zeros(inp.mask.shape, bool)
         disagree_map[on] = np.abs(depth[on] - fitted.depth[on]) > OUTLIER_SIGMAS * fitted.sigma
@@ -337,7 +341,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         warn(warnings[-1:])
     return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
                   inp.mask, run.method, seconds, note, zimg, iterations, warnings, refined,
-                  (pieces, placed, placed_by, prior_pixels), residual, disagree_map)
+                  (pieces, placed, placed_by, prior_pixels), residual, disagree_map, trust)
 
 
 def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,

@@ -81,6 +81,9 @@ class DepthPrior:
         The file it came from (or a description).
     block : int
         k for a prior at 1/k of the map's size, 1 at full size, 0 for points.
+    sigma_given : bool
+        Whether ``sigma`` is the user's (``--prior-sigma``); False: a start that the run
+        estimates from the data (:class:`fnin_cli.priors.RobustPrior`).
     meta : dict
         What made the prior, where known (the bench's priors: ``wrong``, the (H, W) pixels
         it drew wrong on purpose).
@@ -93,6 +96,7 @@ class DepthPrior:
     source: str = ""
     block: int = 1
     meta: dict = field(default_factory=dict, repr=False, compare=False)
+    sigma_given: bool = True
 
     def __post_init__(self):
         # float32 images: a camera-size prior costs two 4-byte frames, not two 8-byte ones
@@ -174,15 +178,17 @@ def read_prior(path, shape, camera: Camera, sigma: float | None = None, kind: st
             raise FninError(f"the depth prior has {int(bad.sum())} negative depths, and a perspective camera "
                             "needs depth > 0 along the optical axis; is it a disparity or a z-up height?", path)
     check_values(depth, kind, block, path)
-    if sigma is None:
+    given = sigma is not None
+    if not given:
         sigma = default_sigma(depth, camera.perspective)
-    return DepthPrior(depth, share, float(sigma), kind, str(path), block)
+    return DepthPrior(depth, share, float(sigma), kind, str(path), block, sigma_given=given)
 
 
 def default_sigma(depth: np.ndarray, perspective: bool) -> float:
-    """``--prior-sigma``'s default for a prior of values ``depth`` (NaN: none):
-    :data:`DEFAULT_SIGMA_FRACTION` of its median (perspective) or of its 5-95% range
-    (orthographic)."""
+    """The start of a sigma not given (``--prior-sigma``) for a prior of values ``depth``
+    (NaN: none): :data:`DEFAULT_SIGMA_FRACTION` of its median (perspective) or of its 5-95%
+    range (orthographic), a consumer depth sensor's noise; the run then estimates it
+    (:class:`fnin_cli.priors.RobustPrior`)."""
     v = depth[np.isfinite(depth)]
     if not v.size:
         return DEFAULT_SIGMA_FRACTION

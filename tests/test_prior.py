@@ -247,18 +247,19 @@ def test_only_the_values_inside_the_mask_count():
 
 
 def test_the_rounds_term_carries_the_prior_and_the_run_lets_go_of_its_own():
-    """The rounds' term is lam towards the method's result plus the prior's term; the run
-    then drops the prior's own term (at camera size two vectors held through the rounds)."""
+    """The rounds' terms are lam towards the method's result, then the run's own prior term
+    (the same object: what Stage II learnt of where to trust the prior carries on); the run
+    then drops its hold on that term (at camera size vectors held through the rounds)."""
     inp, gt, _ = _step("persp")
     p = _noisy(gt, 0.01 * float(np.nanmedian(gt)))
     run = run_method(inp, "fnin", None, DEFAULT, prior=p)
-    want = DataTerm(run.lam, run.out.z).plus(p.term(inp.mask, inp.camera))
     lighter, (start, terms, _) = pipeline.prepare_rounds(run)
     assert lighter.args.prior is None and run.args.prior is not None and lighter.out.z is None
     np.testing.assert_array_equal(start, run.out.z)        # a prior: no placement step moved it
-    term = terms[0].at(None).plus(terms[1].at(None))
-    np.testing.assert_array_equal(term.weight, want.weight)
-    np.testing.assert_array_equal(term.target, want.target)
+    anchor = terms[0].at(None)
+    assert anchor.weight == run.lam
+    np.testing.assert_array_equal(anchor.target, run.out.z)
+    assert len(terms) == 2 and terms[1] is run.args.prior
 
 
 def test_api_refuses_a_prior_on_another_grid():

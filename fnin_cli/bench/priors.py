@@ -78,7 +78,8 @@ def make_prior(kind: str, gt: np.ndarray, inp, seed: int) -> DepthPrior:
         return _mono(gt, mask, rng, median, span, kind == "mono-disparity")
     if kind in ("dense8-nosigma", "sparse-nosigma"):
         given = make_prior(kind.split("-")[0], gt, inp, seed)
-        return replace(given, sigma=default_sigma(given.depth, persp), source=f"{given.source} (sigma not given)")
+        return replace(given, sigma=default_sigma(given.depth, persp), source=f"{given.source} (sigma not given)",
+                       sigma_given=False)
     raise ValueError(f"unknown prior kind '{kind}'; use one of {', '.join(KINDS)}")
 
 

@@ -124,9 +124,13 @@ class GridSystem:
         # outside the mask the weights are never used; keep them 0 like the residuals
         wu, wv = wu * self.active, wv * self.active
         w = {"u+": self.active - wu, "u-": wu, "v+": self.active - wv, "v-": wv}
-        r = self.residuals(d)
-        energy = float(sum(torch.sum(w[x] * r[x] * r[x]) for x in DIRECTIONS))
-        return w, energy
+        return w, self.energy(z, w, d)
+
+    def energy(self, z, w: dict, differences: dict | None = None) -> float:
+        """The weighted energy of the image z with the weight images ``w``, as
+        :meth:`NormalSystem.energy` computes it (``differences``: :meth:`differences` of z)."""
+        r = self.residuals(self.differences(z) if differences is None else differences)
+        return float(sum(torch.sum(w[x] * r[x] * r[x]) for x in DIRECTIONS))
 
     # ------------------------------------------------------------ normal equations
 

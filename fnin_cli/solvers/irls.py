@@ -118,7 +118,7 @@ def _run(ops, objective: Objective, z0, max_iter: int, tol: float, callback) -> 
     iterate = objective.reweights
     weights, energy = ops.weights_and_energy(z) if iterate else (ops.fixed_weights(), None)
     history = [] if energy is None else [energy]
-    term = ops.term(z)
+    term = ops.term(None)          # the data terms as they are: updated from z after each solve
     it = 0
     for it in range(1, max_iter + 1):
         z, inner = ops.solve(z, weights, term)
@@ -189,6 +189,7 @@ class _GridOps:
 
         self.objective, self.solve_with = objective, solve
         self.grid = grid.GridSystem(objective.system, device)
+        self._fixed = None
         rule = objective.rule
         self.bias = None if not rule.reweights or rule.bias is None else {
             a: self.grid.image(rule.bias[a]) for a in ("u", "v")}
@@ -200,14 +201,24 @@ class _GridOps:
         return self.grid.image(z0)
 
     def fixed_weights(self):
-        return self.grid.weights_images(self.objective.rule.at(self.objective.system, None))
+        if self._fixed is None:
+            self._fixed = self.grid.weights_images(self.objective.rule.at(self.objective.system, None))
+        return self._fixed
 
     def weights_and_energy(self, z):
-        return self.grid.bini_weights_and_energy(z, self.objective.rule.k, self.bias)
+        rule = self.objective.rule
+        if rule.reweights:
+            weights, energy = self.grid.bini_weights_and_energy(z, rule.k, self.bias)
+        else:
+            weights = self.fixed_weights()
+            energy = self.grid.energy(z, weights)
+        if any(t.reweights for t in self.objective.terms):
+            energy += self.objective.terms_energy(self.vector(z))
+        return weights, energy
 
     def term(self, z):
         # only a term that reweights reads z: the others cost no copy back from the device
-        reads = any(t.reweights for t in self.objective.terms)
+        reads = z is not None and any(t.reweights for t in self.objective.terms)
         return self.grid.term(self.objective.data(self.vector(z) if reads else None))
 
     def solve(self, z, weights, term):

@@ -105,12 +105,14 @@ class BilateralWeights:
 # ------------------------------------------------------------------ data terms
 
 class Term(Protocol):
-    """A data term sum_p c_p(z) / 2 (z_p - t_p(z))^2: ``at(z)`` gives its weight and target
-    at z; ``reweights`` False says that they never change (asked once per solve)."""
+    """A data term sum_p c_p(z) / 2 (z_p - t_p(z))^2: ``at(z)`` updates it from z and gives
+    its weight and target; ``at(None)`` gives them as they are (before any update: the
+    term's own). ``reweights`` False says that they never change (asked once per solve); a
+    term that reweights also has ``energy(z)``, its weighted squared residual at z."""
 
     reweights: bool
 
-    def at(self, z: np.ndarray) -> DataTerm: ...
+    def at(self, z: np.ndarray | None) -> DataTerm: ...
 
 
 @dataclass(frozen=True)
@@ -164,11 +166,17 @@ class Objective:
         return DataTerm(0.0) if out is None else out
 
     def energy(self, z: np.ndarray, weights: dict | None = None, differences: dict | None = None) -> float:
-        """The normals term's weighted residual (Az - b)^T W (Az - b) at z with ``weights``
-        (None: the rule's at z): the energy whose relative change stops BiNI's iterations."""
+        """The energy whose relative change stops the iterations: the normals term's weighted
+        residual (Az - b)^T W (Az - b) at z with ``weights`` (None: the rule's at z), plus the
+        weighted residual of each data term that reweights itself (its ``energy(z)``, with its
+        current weights); fixed terms do not count, as in BiNI's own rule."""
         if weights is None:
             weights = self.weights(z, differences)
-        return self.system.energy(z, weights, self.system.residuals(z, differences))
+        return self.system.energy(z, weights, self.system.residuals(z, differences)) + self.terms_energy(z)
+
+    def terms_energy(self, z: np.ndarray) -> float:
+        """The weighted residual of the data terms that reweight themselves, at z."""
+        return float(sum(t.energy(z) for t in self.terms if t.reweights))
 
     def weights_and_energy(self, z: np.ndarray) -> tuple:
         """(weights at z, energy at z) from one pass of differences."""

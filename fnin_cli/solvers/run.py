@@ -28,6 +28,7 @@ class RunArgs:
     rtol: float | None = None      # Stage II's tolerance instead of its own (rounds follow)
     hierarchy: AMGCache | None = None  # AMG hierarchy to keep for the rounds that follow (solvers.linear)
     prior: Term | None = None      # a depth prior's data term, carried by every solve (fnin_cli.prior)
+    rounds_follow: bool = False    # rounds follow the method (they iterate a term that reweights itself)
 
     def objective(self, system, rule, target=None) -> Objective:
         """The run's objective: the normals term with ``rule`` and :meth:`terms`."""
@@ -39,6 +40,13 @@ class RunArgs:
         if target is None:
             target = self.prior_level()
         return (FixedTerm(DataTerm(self.lam, target)),) + (() if self.prior is None else (self.prior,))
+
+    def iterations(self, objective: Objective) -> tuple:
+        """(max_iter, tol) of a solve with fixed weights: one, or where a data term reweights
+        itself and no rounds follow, ``PriorConfig.iterations`` stopping at its ``tol``."""
+        if objective.reweights and not self.rounds_follow:
+            return self.config.prior.iterations, self.config.prior.tol
+        return 1, 0.0
 
     def prior_level(self):
         """The depth prior's level over the masked pixels (:func:`prior_level`), None without one."""

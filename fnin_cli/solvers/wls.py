@@ -22,6 +22,7 @@ def run_wls(system: NormalSystem, inp, args: RunArgs) -> MethodOutput:
     """The registry's ``wls``: one solve of the normals term with all weights 1, the run's
     anchor (and depth prior) beside it, to ``SolverConfig.wls_rtol``, on the CPU."""
     s = args.config.solver
-    r = minimise(args.objective(system, FixedWeights(None)), None,
-                 InnerSolve(args.backend.on_cpu().linear, s.wls_rtol, s.maxiter), CPU)
+    objective = args.objective(system, FixedWeights(None))
+    r = minimise(objective, None, InnerSolve(args.backend.on_cpu().linear, s.wls_rtol, s.maxiter), CPU,
+                 *args.iterations(objective))
     return MethodOutput(r.z, None, None, 1, {"solve": r.seconds["solve"]})
