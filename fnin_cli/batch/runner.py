@@ -161,8 +161,8 @@ def init_worker(options: Options, in_pool: bool = False, obj: bool = False, repo
 
 def load_model_safely(options: Options):
     """The network for a worker's network inputs, or the FninError each such input reports
-    (a broken weights file fails every fnin input, not the batch; it used to be dropped,
-    and the inputs silently ran on the bundled weights instead)."""
+    (a broken weights file fails every fnin input, not the batch, and is never replaced
+    by the bundled weights)."""
     try:
         from ..model.weights import load_model
 
