@@ -82,7 +82,7 @@ def normalise(n: np.ndarray, tol: float = 0.25, inplace: bool = False) -> tuple[
     Invalid pixels get NaN. The tolerance accepts 8-bit quantisation and slightly
     unnormalised network outputs, and rejects encoded backgrounds (white = (1,1,1)
     has length 1.73, black and zero likewise). Computed in float32 (a float64 pass
-    took 6.4 s of a 24 MP load; docs/decisions.md#input-path); ``inplace`` reuses ``n``
+    takes 6.4 s of a 24 MP load; docs/decisions.md#input-path); ``inplace`` reuses ``n``
     when it is already a float32 array.
     """
     out = n if inplace and isinstance(n, np.ndarray) and n.dtype == np.float32 else np.array(n, np.float32)

@@ -143,7 +143,7 @@ def mask_array(mask, shape, source=None) -> np.ndarray:
 
 
 # pixels decoded at a time: the float32 temporaries stay small (a whole 24 MP frame at
-# once spent seconds allocating them; docs/decisions.md#input-path)
+# once takes seconds to allocate them; docs/decisions.md#input-path)
 DECODE_CHUNK = 1 << 20
 
 

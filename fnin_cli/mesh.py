@@ -5,7 +5,7 @@ One vertex per masked pixel that is in a triangle (row-major order of the mask),
 only three of its pixels are in the mask. A triangle is dropped when any of its three
 edges is a *discontinuity*, so occlusion boundaries open up and separate islands stay
 separate. A pixel left in no triangle (all its triangles cut, or no neighbour to make
-one) would be a floating vertex and is dropped (issue 43); a map with no triangle at all
+one) would be a floating vertex and is dropped; a map with no triangle at all
 is a point cloud of every pixel, and ``keep_lone=True`` keeps one vertex per pixel.
 
 Discontinuity test for an edge between pixels p and q
@@ -233,7 +233,7 @@ def mesh_arrays(depth, camera: Camera, mask, normals=None, colors: bool = True, 
     # (b0, b1): the quads of rows b0 .. b1-1, on pixel rows b0 .. b1 (one row: no quads)
     bands = [(b0, min(b0 + step, h - 1)) for b0 in range(0, h - 1, step)] or ([(0, 0)] if h else [])
     # first the triangles of each band (which of its quads' four triangles are kept), then
-    # the vertices: the pixels in a triangle (issue 43: a pixel in none would float), all of
+    # the vertices: the pixels in a triangle (a pixel in none would float), all of
     # them with keep_lone or when there is no triangle at all (a point cloud)
     verts, tris = [], []
     used = None if keep_lone else np.zeros(m.shape, bool)
@@ -486,7 +486,7 @@ def write_obj(path, vertices: np.ndarray, faces: np.ndarray, colors: np.ndarray 
     """Wavefront OBJ: ``v x y z [r g b]`` (8 decimals, colours in 0..1) and ``f a b c``
     (1-based); the same bytes as trimesh's export (``include_normals=False,
     include_texture=False``), formatted by numpy a chunk of rows at a time
-    (:func:`~fnin_cli.io.numtext.format_rows`; 6 M vertices in seconds where trimesh took
+    (:func:`~fnin_cli.io.numtext.format_rows`; 6 M vertices in seconds, trimesh's export
     100 s and 2.9 GB, docs/decisions.md#outputs-at-scale)."""
     from .io.numtext import format_rows
 

@@ -157,8 +157,8 @@ class kept_heap:
     served by its own ``mmap`` and the heap is never trimmed; on leaving the outermost
     block the thresholds go to where glibc's own dynamic ones settle (``_AFTER``) and the
     freed memory is handed back to the OS (``malloc_trim``). The arithmetic is unchanged; work that allocates and frees arrays
-    of tens of megabytes over and over takes fewer page faults (the default's rounds on a
-    24-megapixel map: 0.63x the seconds, the same depth). Does nothing where glibc is not
+    of tens of megabytes over and over takes fewer page faults (docs/decisions.md#kept-heap).
+    Does nothing where glibc is not
     the C library."""
 
     def __enter__(self):

@@ -261,3 +261,10 @@ def test_tests_load_no_study_script():
         if re.search(r"syspath_prepend\([^)]*studies|spec_from_file_location\([^)]*studies|/ \"studies\"", text):
             bad.append(src.name)
     assert not bad, bad
+
+
+def test_the_decisions_index_stays_short():
+    """docs/decisions.md is an index (the decision, its number, its study), at most 300
+    lines; a decision's history goes to its study's README."""
+    lines = (REPO / "docs" / "decisions.md").read_text().splitlines()
+    assert len(lines) <= 300, f"docs/decisions.md has {len(lines)} lines; move history to studies/<name>/README.md"

@@ -131,17 +131,6 @@ def test_edge_weights_are_bini_layout_and_reach_stage2():
     assert inference.network_outputs(plain, inp, "cpu")[2] is None
 
 
-def test_sharpen_is_a_temperature_on_the_logit():
-    p = np.array([1e-9, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0])
-    np.testing.assert_array_equal(stage2.sharpen(p, 1.0), p)
-    two = stage2.sharpen(p, 2.0)
-    q = np.clip(p, 1e-7, 1 - 1e-7)
-    np.testing.assert_allclose(two, q * q / (q * q + (1 - q) ** 2), rtol=1e-9, atol=1e-12)   # a = 2 in closed form
-    np.testing.assert_allclose(stage2.sharpen(1 - p, 3.0), 1 - stage2.sharpen(p, 3.0), atol=1e-12)
-    assert np.all(np.diff(stage2.sharpen(p, 3.0)) >= 0) and stage2.sharpen(p, 3.0)[3] == 0.5
-    assert abs(stage2.sharpen(p, 3.0)[1] - 0.5) > abs(two[1] - 0.5) > abs(p[1] - 0.5)
-
-
 def _save_stage1(tmp_path):
     """A small Stage I model exported as `fnin train` would, to start the edges stage from."""
     cfg = TrainConfig(steps=1, batch=1, res=32, fine_steps=0, val_every=10**9, ckpt_every=10**9, threads=1,

@@ -13,7 +13,7 @@ from fnin_cli.model import weights as model_weights
 from fnin_cli.camera import Camera
 from fnin_cli.pipeline import build_input, integrate, load_input
 from fnin_cli.data.synthetic import make_scene, relative_error
-from fnin_cli.solvers.backend import Backend, choose_backend
+from fnin_cli.solvers.backend import Backend
 from fnin_cli.solvers.system import DIRECTIONS, DataTerm, NormalSystem
 
 SAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "samples"
@@ -103,13 +103,6 @@ def test_fnin_on_sample_and_refine():
     assert b.iterations == a.iterations + 2 and (a.rounds, b.rounds) == (0, 2)
     assert np.isfinite(b.depth[inp.mask]).all()
     assert "refine" in b.seconds
-
-
-def test_auto_solver_is_amg_on_every_device_and_torch_gets_its_tolerance():
-    one = DEFAULT.one_shot
-    assert choose_backend("auto") == Backend("amg") and Backend("amg").tolerance() == (one.solve_rtol, 5000)
-    assert choose_backend("torch:cuda").tolerance() == (one.gpu_solve_rtol, one.gpu_maxiter)
-    assert choose_backend("direct") == Backend("direct")   # an explicit choice is kept
 
 
 def test_gpu_stage2_tolerance_matches_the_exact_solve():

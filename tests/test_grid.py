@@ -3,8 +3,6 @@
 Every test runs with ``device="cpu"``; the last also on CUDA where torch has one.
 """
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
@@ -17,7 +15,6 @@ from fnin_cli.solvers.backend import Backend
 from fnin_cli.solvers.grid import GridSystem, Multigrid
 from fnin_cli.solvers.irls import InnerSolve, minimise
 from fnin_cli.solvers.objective import BilateralWeights, FixedTerm, Objective
-from fnin_cli.solvers.backend import Backend, choose_backend
 from fnin_cli.solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
 
 from helpers import aligned_error, camera, irregular_mask, smooth_surface, step_surface
@@ -142,19 +139,6 @@ def test_default_pipeline_on_the_grid_agrees_with_the_cpu():
     e_ref = aligned_error(ref.depth, surf.depth, inp.mask, "scale")
     e_grid = aligned_error(res.depth, surf.depth, inp.mask, "scale")
     assert e_grid == pytest.approx(e_ref, rel=0.05, abs=1e-4)
-
-
-def test_large_maps_on_cuda_pick_the_grid_the_rest_keep_amg():
-    big = DEFAULT.solver.gpu_grid_pixels
-    assert choose_backend("auto", DEFAULT, torch.device("cpu"), 10 * big) == Backend()
-    assert choose_backend("auto", DEFAULT, torch.device("cuda"), big) == Backend(grid="cuda")
-    assert choose_backend("auto", DEFAULT, torch.device("cuda", 1), big) == Backend(grid="cuda:1")
-    assert choose_backend("auto", DEFAULT, torch.device("cuda"), big - 1) == Backend()      # DiLiGenT-size maps
-    assert choose_backend("auto", DEFAULT, None, 10 * big) == Backend()                    # no network: bini, wls
-    off = replace(DEFAULT, solver=replace(DEFAULT.solver, gpu_grid_pixels=None))
-    assert choose_backend("auto", off, torch.device("cuda"), 10 * big) == Backend()
-    assert choose_backend("torch:cuda", DEFAULT, torch.device("cuda"), big) == Backend("torch:cuda")
-    assert choose_backend("grid:cuda:1") == Backend(grid="cuda:1")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -8,4 +8,6 @@ The CLI is a thin layer over three steps::
     opts = Options(method="wls")
     jobs = plan_jobs(expand_inputs(["scans/*/normal_map.png"]), out_dir="out", fmt="ply")
     records = run_jobs(jobs, opts, workers=2)   # one dict per input, in input order
+
+Each input is read by :func:`fnin_cli.prepare.prepare` (also usable on its own).
 """

@@ -99,7 +99,7 @@ def preview_image(normals, depth, discontinuity, camera, mask, title: str = "", 
         c0, c1 = max(0, cols[0] - pad), min(m.shape[1], cols[-1] + 1 + pad)
         p1, p2, p3 = (p[r0:r1, c0:c1] for p in (p1, p2, p3))
     p1, p2 = _widen(p1), _widen(p2)
-    # the depth panel as wide as its legend (a 64x48 map's clipped-pixel line was cut)
+    # the depth panel as wide as its legend (narrower, a 64x48 map's clipped-pixel line is cut)
     p3 = _widen(p3, _legend_width(span, clipped, discontinuity is not None, tinted, off))
     gap = np.broadcast_to(_BACKGROUND, (p1.shape[0], 4, 3))
     body = np.ascontiguousarray(np.concatenate([p1, gap, p2, gap, p3], axis=1), dtype=np.uint8)

@@ -15,20 +15,12 @@ import threading
 import time
 import traceback
 import warnings
-from pathlib import Path
 
-
-from .. import io
-from ..camera import intrinsics
-from ..downsample import downsample_input, downsample_pins, downsample_prior
 from ..errors import FninError, FninWarning, use_cli_messages
-from ..io.formats import probe_shape
-from ..io.layout import input_files, prior_beside
-from ..pipeline import integrate, load_input
-from ..prior import read_prior
+from ..pipeline import integrate
+from ..prepare import prepare
 from ..resources import PeakMemory, limit_threads
 from ..solvers.registry import BY_NAME
-from .memory import check_memory
 from .options import Options
 from .plan import Job
 from .preview import method_iterations
@@ -169,8 +161,8 @@ def init_worker(options: Options, in_pool: bool = False, obj: bool = False, repo
 
 def load_model_safely(options: Options):
     """The network for a worker's network inputs, or the FninError each such input reports
-    (a broken weights file fails every fnin input, not the batch; it used to be dropped,
-    and the inputs silently ran on the bundled weights instead)."""
+    (a broken weights file fails every fnin input, not the batch, and is never replaced
+    by the bundled weights)."""
     try:
         from ..model.weights import load_model
 
@@ -301,68 +293,18 @@ def _file_id(path):
 
 
 def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, status=None) -> None:
+    """Prepare ``job``'s input (:func:`fnin_cli.prepare.prepare`), integrate it and write
+    its outputs, filling ``rec`` as each step ends (a failure leaves what was known)."""
     if isinstance(_STATE["model"], FninError):
         raise _STATE["model"]
-    secs = rec["seconds"]
-    t = time.perf_counter()
     if status is not None:
         status.stage("load")
-    npath, layout_mask, _ = input_files(job.input)
-    if not npath.exists():
-        raise FninError("file not found", npath)
-    shape = probe_shape(npath)
-    mesh_out = "mesh" in job.outputs
-    ds = options.downsample
-    mask = options.mask
-    mask_source = None   # the mask file read here (the loader then gets its array)
-    if shape is not None:
-        io.check_size(shape, npath)
-        # the masked pixels decide the memory: read the mask now (once; the loader gets the array)
-        mask_path = mask if mask is not None else layout_mask
-        if mask_path is not None:
-            mask, mask_source = io.read_mask(mask_path, shape), str(mask_path)
-            # the memory check, once: before reading the map where its masked pixels are known
-            check_memory(shape, options.method, npath, mesh_out, workers, int(mask.sum()), ds)
-    checked = mask_source is not None
-    K = options.K
-    if options.fx is not None:
-        if shape is None:  # no cheap header: read it (the loader reads it again; rare)
-            shape = io.read_array(npath)[0].shape[:2]
-        K = intrinsics(shape, options.fx, options.fy, options.cx, options.cy)
-    inp = load_input(job.input, mask=mask, K=K, ortho=options.ortho,
-                     pixel_size=options.pixel_size, convention=options.convention, channels=options.channels,
-                     float_encoding=options.float_encoding, allow_invalid=options.allow_invalid,
-                     flip=options.flip)   # --flip (the decoding branch: this line only)
-    rec["convention"] = inp.convention
-    # where the mask and camera came from: a file (--mask/--K, or the input's folder), the
-    # --fx/--fy/--cx/--cy options, or none (valid normals; orthographic)
-    rec["mask_source"] = mask_source if mask_source is not None else inp.mask_source
-    rec["camera_source"] = "--fx/--fy/--cx/--cy" if options.fx is not None else inp.camera_source
-    if inp.check is not None:
-        secs["check"] = inp.check["seconds"]
-    if options.fx is not None:
-        inp.source = str(npath)
-    full_shape, full_pixels = inp.shape, int(inp.mask.sum())
-    if ds > 1:
-        inp = downsample_input(inp, ds)
-        rec["downsample"] = ds
-        rec["input_shape"] = list(full_shape)
-    rec["shape"] = list(inp.shape)
-    rec["camera"] = "perspective" if inp.camera.perspective else "orthographic"
-    rec["pixels"] = int(inp.mask.sum())
-    if not checked:   # no mask file: the memory check with the map's valid normals as its mask
-        check_memory(full_shape, options.method, npath, mesh_out, workers, full_pixels, ds)
-    depth_at = downsample_pins(options.depth_at, ds)
-    prior = None
-    prior_path = job_prior(job, options)
-    if prior_path is not None:
-        prior = read_prior(prior_path, full_shape, inp.camera, options.prior_sigma, options.prior_kind)
-        prior = downsample_prior(prior, ds)
-        rec["prior_source"] = str(prior_path)
-    secs["load"] = round(time.perf_counter() - t, 4)
+    ready = prepare(job.input, options, name=job.name, mesh="mesh" in job.outputs, workers=workers, record=rec)
+    inp, secs = ready.inp, rec["seconds"]
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
-                    mean_depth=options.mean_depth, depth_at=depth_at, model=_STATE["model"], depth_prior=prior,
+                    mean_depth=options.mean_depth, depth_at=ready.depth_at, model=_STATE["model"],
+                    depth_prior=ready.prior,
                     network_side=options.network_side, bini_k=options.bini_k,
                     stage=None if status is None else status.stage,
                     progress=None if status is None else status.iteration)
@@ -382,14 +324,6 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     t = time.perf_counter()
     write_outputs(job.outputs, inp, res, options, rec, status)
     secs["write"] = round(time.perf_counter() - t, 4)
-
-
-def job_prior(job: Job, options: Options):
-    """The depth prior file of ``job``: ``--depth-prior`` (a path, or a template with {stem},
-    the input's name), else a ``depth_prior.*`` of its layout folder; None without one."""
-    if options.depth_prior is not None:
-        return Path(options.depth_prior.replace("{stem}", job.name))
-    return prior_beside(job.input)
 
 
 # ------------------------------------------------------------------ many inputs

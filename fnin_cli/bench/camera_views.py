@@ -1,6 +1,6 @@
 """Camera-size views for ``fnin bench meshes --size WxH``: one two-object perspective render
 of the validation meshes at the size a camera gives (e.g. 6000x4000, 24 MP), exact ground
-truth, cached on disk (a 24 MP render took 27-54 s and 2.6 GB peak here, once; reading the
+truth, cached on disk (a 24 MP render takes 27-54 s and 2.6 GB at its peak; reading its
 528 MB cache file back 2.5 s).
 """
 

@@ -238,7 +238,7 @@ def run_one(case: Case, method: str, refine=None, device: str = "auto", out_dir=
         stage_peaks = peaks.finish()
     if stage_peaks:      # VmHWM was reset at each stage: the run's peak is the largest stage's
         # (the stages cover the whole integrate call; what the block's exit reads on top is
-        # this function's own bookkeeping, which once made the two differ by 0.1 MB)
+        # this function's own bookkeeping, about 0.1 MB)
         mem.peak = max(v * 1024 for v in stage_peaks.values())
     if object_id is not None:
         err = align_objects(res.depth, gt, res.mask, object_id, inp.camera.perspective, names)

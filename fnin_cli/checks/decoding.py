@@ -45,7 +45,7 @@ mistakes counted pick x and y within the class:
 
 - noise: fewer than ``COHERENT_MIN`` coherent neighbours: refused (with an explicit
   --convention: a warning). A smooth random field is not refused: under white noise a
-  gently curved surface scores like one (studies/decoding-real-maps, second round);
+  gently curved surface scores like one (studies/decoding-real-maps/README.md);
 - a decoding with more than ``FACING_MAX`` of its blocks facing away, or ``STEEPER_MAX``
   more of them steep (over 60 degrees from the ray) than the given one, is implausible;
 - the class: the given decoding's, unless another class scores ``MARGIN`` lower and at

@@ -15,7 +15,7 @@ def main():
     """Entry point of the ``fnin`` console script.
 
     ``fnin integrate`` leaves the process with ``os._exit`` once its outputs are written
-    and its streams flushed: the interpreter's teardown of torch, scipy and pyamg took
+    and its streams flushed: the interpreter's teardown of torch, scipy and pyamg takes
     about 0.6 s of a single call's wall time, more than the work on a DiLiGenT object
     (docs/decisions.md#start-up). Other commands exit normally (bench and train clean
     up temporary folders and worker pools at exit).

@@ -25,7 +25,7 @@ class FninCommand(TyperCommand):
     An argument whose metavar says its own repetition ("INPUT...") is shown as written:
     typer made it "[INPUT...]...". An unknown option suggests only close option names
     (:func:`close_options`), or none: the names' shared "--" made any short option look
-    close ("--deph" once suggested "--jobs, --out").
+    close ("--deph" would suggest "--jobs, --out").
     """
 
     def collect_usage_pieces(self, ctx) -> list:

@@ -70,7 +70,7 @@ def bench(
     prior_seed: int = typer.Option(0, "--prior-seed", help="the seed of the --prior draws"),
 ):
     """Accuracy (MADE after median scale/offset) and speed of the methods on data with ground truth."""
-    # imported when the command runs: the bench package (Pillow, the reports) was ~50 ms
+    # imported when the command runs: the bench package (Pillow, the reports) would be ~50 ms
     # of every `fnin integrate` start-up (docs/decisions.md#start-up)
     from ..bench.cases import resolve_cases
     from ..bench.report import rich_table, table_heading, table_legend, write_csv, write_json

@@ -159,8 +159,8 @@ def _rotate(V: np.ndarray, R: np.ndarray) -> np.ndarray:
     A BLAS matrix product is not bitwise reproducible: OpenBLAS picks its kernel by CPU
     (with or without fused multiply-adds) and splits large products over its threads, so
     a render in a process with other thread limits (``fnin bench`` runs with one) or on
-    another kernel came out different in the last bits, and a cached render no longer
-    equalled a fresh one (issue 41).  Elementwise ufuncs round every operation exactly,
+    another kernel would differ in the last bits, and a cached render would not equal a
+    fresh one (docs/decisions.md#render-without-blas).  Elementwise ufuncs round every operation exactly,
     whatever the threads, the BLAS or the SIMD width.
     """
     V = np.asarray(V, np.float64)

@@ -1,4 +1,4 @@
-"""Normal-map errors that real captures have and clean renders lack (issue 31, item 1).
+"""Normal-map errors that real captures have and clean renders lack.
 
 Photometric stereo's normals carry *smooth tilt fields* (shadows, interreflections, light
 calibration): a slowly varying rotation of every normal, which no surface integrates

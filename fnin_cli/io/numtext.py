@@ -6,8 +6,8 @@ mask of the characters to keep (no leading zeros), and the kept characters of th
 matrix are the text. ``%.8f`` is rounded like Python (correctly, ties to even): the
 value times 1e8 (in float64, within half an ulp of the exact product) is rounded to an
 integer; the few values whose product lies too near a tie to decide (exact ties
-included, and any beyond 4.5e7) are formatted by Python instead. A 6 M-vertex OBJ takes seconds, where Python's formatting
-took 38 s (docs/decisions.md#outputs-at-scale).
+included, and any beyond 4.5e7) are formatted by Python instead. A 6 M-vertex OBJ takes seconds, Python's formatting
+38 s (docs/decisions.md#outputs-at-scale).
 
 Examples
 --------

@@ -1,16 +1,15 @@
 """PNG files: decoding and encoding through imagecodecs (libpng), with the text chunks fnin uses.
 
-Reading gives the arrays pypng's ``asDirect`` gave before (tested on every colour type
+Reading gives the arrays pypng's ``asDirect`` gives (tested on every colour type
 and bit depth, ``tests/test_read_formats.py``): 8/16-bit grey, grey+alpha, RGB and RGBA
 as they are; palettes expanded to RGB (RGBA with a tRNS chunk); a tRNS colour key adds an
 alpha channel; 1/2/4-bit grey scaled to 8 bits; an sBIT chunk reduces the values to its
 significant bits, then to 8 bits when that is not 8 or 16. libpng decodes a 24 MP 16-bit
-RGB map in 0.8 s where the former numpy decoder took 2.2 s and pypng about 8.5 s
-(docs/decisions.md#input-path). Interlaced (Adam7) files are rare and make libpng print
+RGB map in 0.8 s, pypng in about 8.5 s (docs/decisions.md#input-path). Interlaced (Adam7) files are rare and make libpng print
 a warning to stderr: they still go through pypng.
 
-Writing uses libpng too: a 24 MP 16-bit depth map in 0.9 s (level 1: 5.4 MB) where pypng
-took 5.6 s (9.0 MB).
+Writing uses libpng too: a 24 MP 16-bit depth map in 0.9 s (level 1: 5.4 MB), pypng in
+5.6 s (9.0 MB).
 """
 
 from __future__ import annotations

@@ -112,10 +112,10 @@ def teacher_path(teacher_cache, seed, res, stack_prob=0.0, fold_prob=0.0, meshes
     and the rounds' edge-net prior)."""
     key = f"{int(seed)}_{res}_{stack_prob}_{fold_prob}_{mesh_prob}_{mesh_folder_key(meshes)}"
     if rounds:
-        # FNIN's Stage II gate changes what the rounds start from (None: as before the gate)
+        # FNIN's Stage II gate changes what the rounds start from (None: no gate, no part of the key)
         cfg = integration.DEFAULT
         gate = "" if cfg.one_shot.sliver_gate is None else f"_gate{cfg.one_shot.sliver_gate}"
-        # the rounds' edge-net prior changes where they go (None: as before the prior)
+        # the rounds' edge-net prior changes where they go (None: no prior, no part of the key)
         prior = "" if cfg.rounds.edge_prior is None else f"_prior{cfg.rounds.edge_prior}"
         key += f"_rounds{int(rounds)}_{file_key(model)}{gate}{prior}"
     return Path(teacher_cache) / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.npy"

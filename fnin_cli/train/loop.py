@@ -98,7 +98,7 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
 
 def git_commit() -> str:
     """The commit of this checkout; ``FNIN_COMMIT`` overrides it (for machines whose copy of
-    the tree carries no, or a stale, ``.git``: the lent GPU reported an old commit)."""
+    the tree carries no ``.git``, or a stale one)."""
     import os
 
     if os.environ.get("FNIN_COMMIT"):
