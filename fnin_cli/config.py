@@ -169,6 +169,10 @@ class PriorConfig:
     # the loss's scale in sigmas of the prior's noise: the textbook constants of 95% efficiency
     # on Gaussian noise (cauchy 2.385, huber 1.345, tukey 4.685) (docs/decisions.md#robust-prior)
     loss_scale: float = 2.385
+    # the residuals' smooth field, which the normals' own error makes and the prior corrects,
+    # is taken over this fraction of the object's size (square root of its pixels): twice the
+    # radius of a wrong patch of 5% of it (docs/decisions.md#robust-prior)
+    smooth_scale: float = 0.25
     # a one-shot or wls solve whose prior reweights itself runs at most this many times,
     # stopping once the energy changes by less than tol (the rounds already iterate)
     iterations: int = 8

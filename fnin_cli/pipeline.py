@@ -260,8 +260,8 @@ def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = No
     rounds = m.rounds(config, refine)
     hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
-    kind = prior_kind(prior, config.prior)
-    term = None if kind is None else kind.term(inp.mask, inp.camera)
+    kind = prior_kind(prior, config)
+    term = None if kind is None else kind.term(system)
     args = RunArgs(lam_sys, config, backend, device, model, progress, stage,
                    rounds.stage2_rtol if shared else None, hierarchy if shared else None, term,
                    bool(rounds.max_rounds))

@@ -11,7 +11,7 @@ enters the integration, so that the pipeline never asks which kind it has:
   after them it is fitted to the result's main piece (:func:`~fnin_cli.prior.fit_relative`)
   and fused in one more solve; the result stays relative.
 
-Each has ``fuses`` (whether a solve follows the rounds), ``term(mask, camera)`` (its
+Each has ``fuses`` (whether a solve follows the rounds), ``term(system)`` (its
 :class:`~fnin_cli.solvers.objective.Term` for every solve, or None), ``fuse(run, z, pieces)``
 (z after it, and the prior as fitted to the result), ``to_depth(zimg, camera, mask,
 mean_depth, pin)`` and ``in_result(fitted, depth, zimg, inp)`` (the fitted prior in the
@@ -24,11 +24,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from .config import DEFAULT, PriorConfig
+from .config import DEFAULT, IntegrationConfig
 from .prior import PRIOR_NORMAL_NOISE, DepthPrior, fit_relative
 from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedTerm, FixedWeights, anchored
+from .solvers.pieces import cut_pieces
 from .solvers.system import DataTerm
 
 
@@ -61,13 +62,21 @@ class RobustPrior:
     """An absolute depth prior's data term that reweights itself from its residual.
 
     Each prior measurement (a pixel of a full-size map, a point, a block of a map at 1/k)
-    has the weight of :meth:`~fnin_cli.prior.DepthPrior.term` times its trust, the
-    robust loss's weight (:func:`trust`) of its residual r = mean over the measurement of
-    (z - target), in units of ``config.loss_scale`` sigma. Wrong places (a sensor's flying
-    pixels, an outlier patch) are let go and the normals carry the surface across them.
+    has the weight of :meth:`~fnin_cli.prior.DepthPrior.term` times its trust: the robust
+    loss's weight (:func:`trust`) of its residual r = mean over the measurement of
+    (z - target) less the residuals' smooth field there (:func:`smooth_field`, over
+    ``config.smooth_scale`` of the object's size, each residual weighted by its trust), in
+    units of ``config.loss_scale`` sigma. The normals' own error is smooth over the object
+    and the field takes it up (a right prior is trusted where it corrects it); a wrong
+    place (a sensor's flying pixels, an outlier patch, a body model's hand) is a local step
+    in the residuals that stands out of the field, and is let go: the normals carry the
+    surface across it.
+
     A sigma not given (``DepthPrior.sigma_given``) starts as the prior's default and is
-    estimated once, at the first update, from the residuals against that first solve, in
-    which the prior was weak: 1.4826 x their median absolute value.
+    estimated once, at the first update, from that first solve (in which the prior was
+    weak): noise is independent from one measurement to the next while the normals' error
+    is smooth, so sigma is 1.4826 x the median |r_i - r_j| / sqrt(2) over neighbouring
+    measurements i, j (:func:`neighbour_pairs`).
 
     ``at(None)``: the current weights (full trust before any update); ``at(z)``: update from
     z, then the weights. ``trusted()``: the last trust of each prior pixel over the mask.
@@ -75,17 +84,23 @@ class RobustPrior:
     Examples
     --------
     >>> from fnin_cli.camera import Camera
+    >>> from fnin_cli.solvers.system import NormalSystem
+    >>> flat = np.dstack([np.zeros((1, 4, 2)), -np.ones((1, 4, 1))])
     >>> p = DepthPrior(np.array([[1.0, 1.0, 1.0, 9.0]]), np.ones((1, 4)), 0.1)
-    >>> t = RobustPrior(p, np.ones((1, 4), bool), Camera(None, 1.0))
+    >>> t = RobustPrior(p, NormalSystem(flat, np.ones((1, 4), bool), Camera(None, 1.0)))
     >>> w0 = t.at(None).weight
     >>> (t.at(np.ones(4)).weight / w0).round(3).tolist()
     [1.0, 1.0, 1.0, 0.0]
     """
 
     reweights = True
+    reads_weights = True
 
-    def __init__(self, prior: DepthPrior, mask: np.ndarray, camera, config: PriorConfig = DEFAULT.prior):
-        base = prior.term(mask, camera)
+    def __init__(self, prior: DepthPrior, system, config: IntegrationConfig = DEFAULT):
+        mask = system.mask
+        base = prior.term(mask, system.camera)
+        self.system, self.cut = system, float(config.pieces.cut_weight)
+        self.min_pixels = int(config.pieces.min_pixels)
         self.n = base.target.shape[0]
         self.has = np.flatnonzero(base.weight > 0)
         self.c0 = base.weight[self.has]
@@ -94,16 +109,22 @@ class RobustPrior:
         # 1 / sigma_z per prior pixel, in the unknown's units: c0 = share (noise / sigma_z)^2
         self.inv_sigma = np.sqrt(self.c0 / share) / PRIOR_NORMAL_NOISE
         self.measurement = _measurements(prior, mask, self.has)
-        self.loss, self.k = config.loss, float(config.loss_scale)
+        self.pairs = neighbour_pairs(prior, mask, self.has, self.measurement) if not prior.sigma_given else None
+        rows, cols = np.nonzero(mask)
+        self.rc = (rows[self.has], cols[self.has])
+        self.shape = mask.shape
+        c = config.prior
+        self.smooth = float(c.smooth_scale) * np.sqrt(float(mask.sum()))
+        self.loss, self.k = c.loss, float(c.loss_scale)
         self.estimate = not prior.sigma_given
-        self.floor = float(config.estimate_floor)
+        self.floor = float(c.estimate_floor)
         self.scale = 1.0                  # sigma / the prior's stated (or start) sigma
         self.sigma = float(prior.sigma)   # the prior's sigma in its units, estimated where not given
         self.weights = np.ones(self.has.size)
 
-    def at(self, z: np.ndarray | None) -> DataTerm:
+    def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
         if z is not None:
-            self.update(z)
+            self.update(z, weights)
         w = np.zeros(self.n)
         w[self.has] = self.c0 * self.weights / self.scale ** 2
         return DataTerm(w, self.target)
@@ -117,16 +138,35 @@ class RobustPrior:
         means = np.bincount(self.measurement, r) / np.maximum(counts, 1)
         return means[self.measurement]
 
-    def update(self, z: np.ndarray) -> None:
+    def update(self, z: np.ndarray, weights: dict | None = None) -> None:
+        """The trust (and, once, the sigma) from z; ``weights``: the normals term's at z, whose
+        pieces (:func:`~fnin_cli.solvers.pieces.cut_pieces`) each get a smooth field of their
+        own: a step in the residuals where the normals are cut is the normals' ignorance
+        (the prior places the piece), not the prior's error."""
         r = self.residual(z)
+        first = _first_of(self.measurement, r.size)
         if self.estimate:
             self.estimate = False
-            first = _first_of(self.measurement, r.size)
-            s = 1.4826 * float(np.median(np.abs(r[first]))) if first.size else 1.0
+            i, j = self.pairs
+            s = 1.4826 * float(np.median(np.abs(r[i] - r[j]))) / np.sqrt(2.0) if i.size else 1.0
             self.scale = max(s, self.floor)
             self.sigma *= self.scale
+            self.pairs = None
         if self.loss is not None:
-            self.weights = trust(r / (self.k * self.scale), self.loss)
+            dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, self._pieces(weights))
+            # the spread of the deviations: the prior's sigma, or wider where the normals'
+            # error is rough between sparse measurements
+            spread = 1.4826 * float(np.median(np.abs(dev[first]))) if first.size else 0.0
+            self.weights = trust(dev / (self.k * max(self.scale, spread)), self.loss)
+
+    def _pieces(self, weights: dict | None):
+        """Each prior pixel's piece under ``weights`` (pieces under ``min_pixels`` each their
+        own, -1), or None without weights."""
+        if weights is None:
+            return None
+        labels, sizes, _ = cut_pieces(self.system, weights, self.cut)
+        piece = labels[self.has]
+        return np.where(sizes[piece] >= self.min_pixels, piece, -1)
 
     def energy(self, z: np.ndarray) -> float:
         """The term's weighted squared residual at z with its current weights."""
@@ -158,6 +198,78 @@ def _measurements(prior: DepthPrior, mask: np.ndarray, has: np.ndarray):
     return np.unique(key, return_inverse=True)[1]
 
 
+def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, scale: float,
+                 piece: np.ndarray | None = None) -> np.ndarray:
+    """The smooth field of residuals ``r`` (at pixels ``rc``, each weighted by ``weight``)
+    at those pixels: a normalised Gaussian of standard deviation ``scale`` pixels within
+    each ``piece`` (None: one piece; -1: a pixel that is its own field), computed on a grid
+    of cells of a quarter of ``scale`` (bilinear back to the pixels), so its cost does not
+    grow with the map's size.
+
+    Examples
+    --------
+    A constant field is itself; one outlier among many barely moves it:
+
+    >>> rc = (np.repeat(np.arange(20), 20), np.tile(np.arange(20), 20))
+    >>> r = np.full(400, 2.0); r[0] = 50.0
+    >>> f = smooth_field(r, np.ones(400), rc, (20, 20), 8.0)
+    >>> bool(np.all(np.abs(f[1:] - 2.0) < 0.5)), bool(f[0] < 10.0)
+    (True, True)
+
+    Two pieces, offset from each other, keep their own levels:
+
+    >>> piece = (rc[1] >= 10).astype(int)
+    >>> f = smooth_field(np.where(piece == 1, 9.0, 0.0), np.ones(400), rc, (20, 20), 8.0, piece)
+    >>> bool(np.allclose(f, np.where(piece == 1, 9.0, 0.0)))
+    True
+    """
+    from scipy.ndimage import gaussian_filter, map_coordinates   # here: `fnin --help` need not load scipy
+
+    out = r.astype(np.float64, copy=True)          # a pixel that is its own field
+    cell = max(1, int(scale // 4))
+    gh, gw = shape[0] // cell + 1, shape[1] // cell + 1
+    s = scale / cell
+    groups = [np.arange(r.size)] if piece is None else [np.flatnonzero(piece == k) for k in np.unique(piece[piece >= 0])]
+    for at_ in groups:
+        rr, cc = rc[0][at_], rc[1][at_]
+        at = (rr // cell) * gw + cc // cell
+        num = np.bincount(at, weight[at_] * r[at_], gh * gw).reshape(gh, gw)
+        den = np.bincount(at, weight[at_], gh * gw).reshape(gh, gw)
+        num, den = gaussian_filter(num, s, mode="constant"), gaussian_filter(den, s, mode="constant")
+        field = np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12 * max(float(den.max()), 1e-300))
+        coords = np.stack([(rr + 0.5) / cell - 0.5, (cc + 0.5) / cell - 0.5])
+        out[at_] = map_coordinates(field, coords, order=1, mode="nearest")
+    return out
+
+
+def neighbour_pairs(prior: DepthPrior, mask: np.ndarray, has: np.ndarray, measurement) -> tuple:
+    """(i, j): pairs of neighbouring measurements as indices into the prior's pixels ``has``
+    (one pixel standing for each measurement): for a full-size map the pixels' right and
+    lower neighbours that have a value, else each measurement (a block's centre, a point)
+    and its nearest other one."""
+    rows, cols = np.nonzero(mask)
+    r, c = rows[has], cols[has]
+    if measurement is None and prior.block == 1:
+        at = np.full(mask.shape, -1, np.int64)
+        at[r, c] = np.arange(has.size)
+        pairs = [(at[:, :-1], at[:, 1:]), (at[:-1, :], at[1:, :])]
+        i = np.concatenate([a[(a >= 0) & (b >= 0)] for a, b in pairs])
+        j = np.concatenate([b[(a >= 0) & (b >= 0)] for a, b in pairs])
+        return i, j
+    first = _first_of(measurement, has.size)
+    if first.size < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if measurement is None:
+        centres = np.stack([r, c], 1).astype(float)
+    else:
+        count = np.bincount(measurement)
+        centres = np.stack([np.bincount(measurement, r) / count, np.bincount(measurement, c) / count], 1)
+    from scipy.spatial import cKDTree   # here, not at import: `fnin --help` need not load scipy
+
+    _, nearest = cKDTree(centres).query(centres, k=2)
+    return first, first[nearest[:, 1]]
+
+
 def _first_of(measurement, size: int) -> np.ndarray:
     """One index per measurement (all of them where each pixel is its own)."""
     if measurement is None:
@@ -174,12 +286,12 @@ class AbsolutePrior:
 
     fuses = False       # no solve after the rounds
 
-    def __init__(self, prior: DepthPrior, config: PriorConfig = DEFAULT.prior):
+    def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
         self.prior, self.config = prior, config
         self.robust = None
 
-    def term(self, mask: np.ndarray, camera):
-        self.robust = RobustPrior(self.prior, mask, camera, self.config)
+    def term(self, system):
+        self.robust = RobustPrior(self.prior, system, self.config)
         return self.robust
 
     def fuse(self, run, z: np.ndarray, pieces) -> tuple:
@@ -191,7 +303,7 @@ class AbsolutePrior:
         t = self.robust
         out = {"rejected": t.rejected(), "sigma_estimated": not self.prior.sigma_given}
         notes = []
-        if out["rejected"] > self.config.rejected_warn:
+        if out["rejected"] > self.config.prior.rejected_warn:
             notes.append(f"the depth prior disagrees with the normals on {out['rejected']:.0%} of its measurements; "
                          "they were not trusted (--prior-weights FILE writes where it was)")
         return out, notes, t.trusted(mask)
@@ -211,10 +323,10 @@ class RelativePrior:
 
     fuses = True        # one more solve after the rounds, with their AMG hierarchy
 
-    def __init__(self, prior: DepthPrior, config: PriorConfig = DEFAULT.prior):
+    def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
         self.prior, self.config = prior, config
 
-    def term(self, mask: np.ndarray, camera):
+    def term(self, system):
         return None
 
     def fuse(self, run, z: np.ndarray, pieces) -> tuple:
@@ -253,6 +365,6 @@ class RelativePrior:
 KINDS = {"absolute": AbsolutePrior, "relative": RelativePrior}
 
 
-def prior_kind(prior: DepthPrior | None, config: PriorConfig = DEFAULT.prior):
+def prior_kind(prior: DepthPrior | None, config: IntegrationConfig = DEFAULT):
     """The object for ``prior``'s kind (None for None)."""
     return None if prior is None else KINDS[prior.kind](prior, config)

@@ -12,6 +12,7 @@ from fnin_cli.pipeline import build_input, integrate
 
 from helpers import camera, step_surface
 
+# the harness only (studies/_lib.py), never a study's own script (tests/test_docs.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies"))
 from _lib import integrate_composed  # noqa: E402
 

@@ -135,7 +135,7 @@ def _run(ops, objective: Objective, z0, max_iter: int, tol: float, callback) -> 
         rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
         energy = new_energy
         if any(t.reweights for t in objective.terms):
-            term = ops.term(z)
+            term = ops.term(z, weights)
         if callback is not None:
             callback(it, energy, z)
         if rel < tol:
@@ -162,8 +162,8 @@ class _CpuOps:
     def weights_and_energy(self, z):
         return self.objective.weights_and_energy(z)
 
-    def term(self, z):
-        return self.objective.data(z)
+    def term(self, z, weights=None):
+        return self.objective.data(z, weights)
 
     def solve(self, z, weights, term):
         s = self.solve_with
@@ -216,10 +216,15 @@ class _GridOps:
             energy += self.objective.terms_energy(self.vector(z))
         return weights, energy
 
-    def term(self, z):
-        # only a term that reweights reads z: the others cost no copy back from the device
-        reads = z is not None and any(t.reweights for t in self.objective.terms)
-        return self.grid.term(self.objective.data(self.vector(z) if reads else None))
+    def term(self, z, weights=None):
+        # only a term that reweights reads z (and one that reads them, the weights): the
+        # others cost no copy back from the device
+        terms = self.objective.terms
+        reads = z is not None and any(t.reweights for t in terms)
+        w = None
+        if reads and weights is not None and any(getattr(t, "reads_weights", False) for t in terms):
+            w = self.weights_out(weights)
+        return self.grid.term(self.objective.data(self.vector(z) if reads else None, w))
 
     def solve(self, z, weights, term):
         s = self.solve_with

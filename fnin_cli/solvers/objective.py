@@ -115,6 +115,15 @@ class Term(Protocol):
     def at(self, z: np.ndarray | None) -> DataTerm: ...
 
 
+class TermOfWeights(Term, Protocol):
+    """A term that reweights from z and from the normals term's weights at z
+    (``reads_weights`` True): ``at(z, weights)``."""
+
+    reads_weights: bool
+
+    def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm: ...
+
+
 @dataclass(frozen=True)
 class FixedTerm:
     """A data term whose weight and target do not depend on z."""
@@ -157,11 +166,13 @@ class Objective:
             return self.rule.at(self.system, z, differences)
         return self.rule.at(self.system, z)
 
-    def data(self, z: np.ndarray | None = None) -> DataTerm:
-        """All data terms at z as one (weights summed, targets weighted); with none, a zero term."""
+    def data(self, z: np.ndarray | None = None, weights: dict | None = None) -> DataTerm:
+        """All data terms at z as one (weights summed, targets weighted); with none, a zero
+        term. ``weights``: the normals term's at z, for a term that reads them (its
+        ``reads_weights``: a robust prior tells the normals' pieces apart)."""
         out = None
         for t in self.terms:
-            term = t.at(z)
+            term = t.at(z, weights) if getattr(t, "reads_weights", False) else t.at(z)
             out = term if out is None else out.plus(term)
         return DataTerm(0.0) if out is None else out
 
