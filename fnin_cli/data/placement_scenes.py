@@ -75,9 +75,10 @@ def vase_profile(eta, foot: float = 0.06, cap: int = 16):
     ``eta`` in [0, 1] from the lip (0) to the foot (1): (r^2, d r^2 / d eta).
 
     r = e(eta) p(eta): p gives the lip (eta 0.07), the neck (about 0.25), the belly
-    (0.62) and the foot (0.93); e = sqrt(1 - (2 eta - 1)^16) closes the body with a
-    round cap at both ends (r ~ sqrt of the distance to the end), so that the normals
-    turn grazing along the whole silhouette."""
+    (0.62) and the foot (0.93, its bulge ``foot``); e = sqrt(1 - (2 eta - 1)^cap)
+    closes the body with a round cap at both ends (r ~ sqrt of the distance to the end;
+    a larger even ``cap``, a flatter end), so that the normals turn grazing along the
+    whole silhouette."""
     eta = np.asarray(eta, np.float64)
     bumps = ((0.17, 0.62, 0.18), (0.08, 0.07, 0.05), (foot, 0.93, 0.04))
     p, dp = np.full_like(eta, 0.10), np.zeros_like(eta)
@@ -198,6 +199,8 @@ def vase_scene(kind: str = "ortho", shape=(168, 168), height: float = 0.84, gap:
         the body stands clear of the wall.
     focal : float
         Perspective only: the focal length in image widths.
+    foot, cap : float, int
+        The foot's bulge and the ends' flatness (:func:`vase_profile`).
 
     Returns
     -------
