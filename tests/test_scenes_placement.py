@@ -66,6 +66,7 @@ def test_the_stripes_meet_the_floor_and_separate_by_growing_steps(stripes):
     h, w = stripes.mask.shape
     f = stripes.fold_row
     assert (h, w) == (128, 128) and f == 64 and stripes.camera.K is None and stripes.mask.all()
+    assert np.array_equal(np.where(stripes.fold.any(1))[0], [63, 64]) and stripes.fold.all(1).sum() == 2
     n = stripes.normals
     assert np.allclose(np.linalg.norm(n, axis=-1), 1, atol=1e-6) and (n[..., 2] < 0).all()
     assert np.allclose(n[f:], [0, 0, -1])

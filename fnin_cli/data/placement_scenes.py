@@ -69,6 +69,15 @@ class PlacementScene:
     def pixel_size(self) -> float:
         return self.camera.pixel_size
 
+    @property
+    def fold(self) -> np.ndarray | None:
+        """(H, W) bool: the two rows either side of the fold (stripes scene), or None."""
+        if self.fold_row is None:
+            return None
+        m = np.zeros(self.mask.shape, bool)
+        m[self.fold_row - 1:self.fold_row + 1] = True
+        return m
+
 
 def vase_profile(eta, foot: float = 0.06, cap: int = 16):
     """The body's squared radius as a fraction of its height, and its derivative, at
@@ -119,7 +128,7 @@ def _cast_body(o, d, axis, top, height, profile):
     lo = np.full(o.shape[:-1], np.nan)
     hi = np.full(o.shape[:-1], np.nan)
     if not d[..., :2].any():
-        # orthographic: the ray's Y is fixed, the hit is in closed form; bracket it
+        # orthographic: the ray's X, Y are fixed, the hit is in closed form; bracket it
         t = np.full(o.shape[:-1], z0)
         F0 = F(t)
         t = z0 - np.sqrt(np.maximum(-F0, 0.0))
@@ -143,10 +152,7 @@ def _cast_body(o, d, axis, top, height, profile):
     oh, dh = o[hit], d[hit]
     for _ in range(_BISECT):
         mid = 0.5 * (lo + hi)
-        X = oh + mid[:, None] * dh
-        eta = (X[:, 1] - top) / height
-        r2 = np.where((eta >= 0) & (eta <= 1), height ** 2 * profile(np.clip(eta, 0, 1))[0], -1.0)
-        out = (X[:, 0] - x0) ** 2 + (X[:, 2] - z0) ** 2 - r2 > 0
+        out = F(mid, oh, dh) > 0
         lo, hi = np.where(out, mid, lo), np.where(out, hi, mid)
     t = 0.5 * (lo + hi)
     X = oh + t[:, None] * dh
@@ -162,7 +168,6 @@ def _cast_body(o, d, axis, top, height, profile):
 def _may_hit(o, d, axis, top, height, rmax):
     """Rays whose points at depths [z0 - rmax, z0] pass within the body's box."""
     x0, z0 = axis
-    ok = np.zeros(o.shape[:-1], bool)
     lo_x = hi_x = lo_y = hi_y = None
     for t in (z0 - 1.05 * rmax, z0):
         X = o + t * d
@@ -170,8 +175,7 @@ def _may_hit(o, d, axis, top, height, rmax):
         hi_x = X[..., 0] if hi_x is None else np.maximum(hi_x, X[..., 0])
         lo_y = X[..., 1] if lo_y is None else np.minimum(lo_y, X[..., 1])
         hi_y = X[..., 1] if hi_y is None else np.maximum(hi_y, X[..., 1])
-    ok |= (hi_x >= x0 - rmax) & (lo_x <= x0 + rmax) & (hi_y >= top) & (lo_y <= top + height)
-    return ok
+    return (hi_x >= x0 - rmax) & (lo_x <= x0 + rmax) & (hi_y >= top) & (lo_y <= top + height)
 
 
 def _silhouette(body: np.ndarray) -> np.ndarray:
