@@ -61,7 +61,7 @@ def trust(u: np.ndarray, loss: str | None) -> np.ndarray:
 class RobustPrior:
     """An absolute depth prior's data term that reweights itself from its residual.
 
-    Each prior measurement (a pixel of a full-size map, a point, a block of a map at 1/k)
+    Each measurement of a prior map (a pixel of a full-size map, a block of a map at 1/k)
     has the weight of :meth:`~fnin_cli.prior.DepthPrior.term` times its trust: the robust
     loss's weight (:func:`trust`) of its residual r = mean over the measurement of
     (z - target) less the residuals' smooth field there (:func:`smooth_field`, over
@@ -70,7 +70,8 @@ class RobustPrior:
     and the field takes it up (a right prior is trusted where it corrects it); a wrong
     place (a sensor's flying pixels, an outlier patch, a body model's hand) is a local step
     in the residuals that stands out of the field, and is let go: the normals carry the
-    surface across it.
+    surface across it. Points (a CSV) do not overlap and each may be the only evidence that
+    places its region: they keep their full weight.
 
     A sigma not given (``DepthPrior.sigma_given``) starts as the prior's default and is
     estimated once, at the first update, from that first solve (in which the prior was
@@ -85,12 +86,14 @@ class RobustPrior:
     --------
     >>> from fnin_cli.camera import Camera
     >>> from fnin_cli.solvers.system import NormalSystem
-    >>> flat = np.dstack([np.zeros((1, 4, 2)), -np.ones((1, 4, 1))])
-    >>> p = DepthPrior(np.array([[1.0, 1.0, 1.0, 9.0]]), np.ones((1, 4)), 0.1)
-    >>> t = RobustPrior(p, NormalSystem(flat, np.ones((1, 4), bool), Camera(None, 1.0)))
+    >>> flat = np.dstack([np.zeros((12, 12, 2)), -np.ones((12, 12, 1))])
+    >>> depth = np.ones((12, 12)); depth[2:4, 2:4] = 9.0          # a wrong patch
+    >>> t = RobustPrior(DepthPrior(depth, np.ones((12, 12)), 0.1),
+    ...                 NormalSystem(flat, np.ones((12, 12), bool), Camera(None, 1.0)))
     >>> w0 = t.at(None).weight
-    >>> (t.at(np.ones(4)).weight / w0).round(3).tolist()
-    [1.0, 1.0, 1.0, 0.0]
+    >>> ratio = (t.at(np.ones(144)).weight / w0).reshape(12, 12)
+    >>> bool(ratio[2:4, 2:4].max() < 0.01), bool(ratio[6:, 6:].min() > 0.8)
+    (True, True)
     """
 
     reweights = True
@@ -115,7 +118,10 @@ class RobustPrior:
         self.shape = mask.shape
         c = config.prior
         self.smooth = float(c.smooth_scale) * np.sqrt(float(mask.sum()))
-        self.loss, self.k = c.loss, float(c.loss_scale)
+        # a map over-determines the surface (every pixel has a normal and a depth) and a wrong
+        # place in it stands out of its neighbours; points do not overlap, and each one may be
+        # the only evidence that places its region: they are all kept
+        self.loss, self.k = (c.loss if prior.block != 0 else None), float(c.loss_scale)
         self.estimate = not prior.sigma_given
         self.floor = float(c.estimate_floor)
         self.scale = 1.0                  # sigma / the prior's stated (or start) sigma
@@ -164,7 +170,7 @@ class RobustPrior:
         own, -1), or None without weights."""
         if weights is None:
             return None
-        labels, sizes, _ = cut_pieces(self.system, weights, self.cut)
+        labels, sizes, _ = cut_pieces(self.system, weights, self.cut, mutual=True)
         piece = labels[self.has]
         return np.where(sizes[piece] >= self.min_pixels, piece, -1)
 

@@ -112,6 +112,7 @@ def plan_jobs(
     force: bool = False,
     skip_existing: bool = False,
     options: Options | None = None,
+    prior_weights=None,
 ) -> list[Job]:
     """Resolve and validate every output path of every input; raise UsageError if any is bad."""
     if out is not None and out_dir is not None:
@@ -134,13 +135,14 @@ def plan_jobs(
     written = Path(out).suffix.lower() if out is not None else (fmt or ".ply")
     if options is not None and options.mesh_axes == "opencv" and written == ".glb":
         raise UsageError(GLB_AXES)
-    for opt, value in (("--depth", depth), ("--weights", weights)):
+    for opt, value in (("--depth", depth), ("--weights", weights), ("--prior-weights", prior_weights)):
         if value is not None and _suffix_of(value) not in io.DEPTH_SUFFIXES:
             raise UsageError(f"{opt} needs one of the suffixes {', '.join(io.DEPTH_SUFFIXES)}", value)
     if preview is not None and _suffix_of(preview) != ".png":
         raise UsageError("--preview writes a PNG picture; give it a .png name", preview)
     if len(inputs) > 1:
-        for opt, value in (("--depth", depth), ("--weights", weights), ("--preview", preview)):
+        for opt, value in (("--depth", depth), ("--weights", weights), ("--preview", preview),
+                           ("--prior-weights", prior_weights)):
             if value is not None and not _is_template(value):
                 raise UsageError(f"{opt} names one file but {len(inputs)} inputs were given; "
                                  f"give a suffix ({opt} .exr) or a template ({opt} '{{stem}}_x.exr')")
@@ -171,7 +173,8 @@ def plan_jobs(
         if main is not None:
             kind = "mesh" if main.suffix.lower() in io.MESH_SUFFIXES else "depth"
             outs[kind] = main
-        for kind, value in (("depth", depth), ("weights", weights), ("preview", preview)):
+        for kind, value in (("depth", depth), ("weights", weights), ("preview", preview),
+                            ("prior_weights", prior_weights)):
             if value is None:
                 continue
             if kind in outs:

@@ -1,4 +1,4 @@
-"""Writing one input's outputs: mesh, depth map, weights map, preview.
+"""Writing one input's outputs: mesh, depth map, weights map, preview, the depth prior's trust.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def write_outputs(outputs: dict, inp, res, options: Options, rec: dict | None = 
             io.write_array(path, res.depth, force=options.force)
         elif kind == "weights":
             io.write_array(path, res.discontinuity, force=options.force)
+        elif kind == "prior_weights":      # prepare() refused the input without a prior
+            io.write_array(path, res.prior_trust, force=options.force)
         elif kind == "preview":
             path = io.check_output(path, options.force)
             img = preview_image(inp.normals, res.depth, res.discontinuity, res.camera, res.mask,

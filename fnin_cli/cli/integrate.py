@@ -106,6 +106,9 @@ def integrate_cmd(
     depth: Optional[str] = typer.Option(None, "--depth", help="also write the depth map (float32, NaN outside)"),
     weights: Optional[str] = typer.Option(None, "--weights", help="also write the discontinuity map (0..1)"),
     preview: Optional[str] = typer.Option(None, "--preview", help="also write a PNG: normals | shaded | depth"),
+    prior_weights: Optional[str] = typer.Option(None, "--prior-weights", metavar="FILE", help="also write where "
+                                                "the depth prior was trusted (0..1, NaN: no prior value); needs a "
+                                                "depth prior"),
     mean_depth: Optional[float] = typer.Option(None, "--mean-depth", help="scale (perspective) or offset "
                                                "(orthographic) so that the masked mean depth is this"),
     depth_at: Optional[List[str]] = typer.Option(None, "--depth-at", metavar="ROW,COL,DEPTH",
@@ -167,7 +170,7 @@ def integrate_cmd(
         raise typer.Exit(0)
     try:
         code = _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing,
-                              json_out, jobs, quiet)
+                              json_out, jobs, quiet, prior_weights)
     except (typer.Exit, KeyboardInterrupt):
         raise
     except Exception as exc:  # a bug outside the per-input guard: still one line unless --debug
@@ -179,13 +182,13 @@ def integrate_cmd(
 
 
 def _run_integrate(inputs, opts, out, out_dir, fmt, depth, weights, preview, skip_existing, json_out, jobs,
-                   quiet) -> int:
+                   quiet, prior_weights=None) -> int:
     console = stderr_console()
     new_dir = out_dir is not None and not Path(out_dir).exists()
     try:
         paths = expand_inputs(inputs)
         plan = plan_jobs(paths, out=out, out_dir=out_dir, fmt=fmt, depth=depth, weights=weights, preview=preview,
-                         force=opts.force, skip_existing=skip_existing, options=opts)
+                         force=opts.force, skip_existing=skip_existing, options=opts, prior_weights=prior_weights)
     except FninError as exc:
         die(_rerun_hint(str(exc), len(paths) if "paths" in locals() else 1, skip_existing))
     if not quiet:
