@@ -79,8 +79,10 @@ class RobustPrior:
     is smooth, so sigma is 1.4826 x the median |r_i - r_j| / sqrt(2) over neighbouring
     measurements i, j (:func:`neighbour_pairs`).
 
-    ``at(None)``: the current weights (full trust before any update); ``at(z)``: update from
-    z, then the weights. ``trusted()``: the last trust of each prior pixel over the mask.
+    ``at(None)``: the current weights (the prior's own before any update); ``at(z)``: update
+    from z, then the weights. Where the normals are locally more precise than the prior
+    (its sigma larger than their error over a pixel, as with every depth sensor), the first
+    solve cannot follow a wrong place's edge and the residuals show it. ``trusted()``: the last trust of each prior pixel over the mask.
 
     Examples
     --------
@@ -90,8 +92,7 @@ class RobustPrior:
     >>> depth = np.ones((12, 12)); depth[2:4, 2:4] = 9.0          # a wrong patch
     >>> t = RobustPrior(DepthPrior(depth, np.ones((12, 12)), 0.1),
     ...                 NormalSystem(flat, np.ones((12, 12), bool), Camera(None, 1.0)))
-    >>> w0 = t.at(None).weight
-    >>> ratio = (t.at(np.ones(144)).weight / w0).reshape(12, 12)
+    >>> ratio = (t.at(np.ones(144)).weight[t.has] / t.c0).reshape(12, 12)    # the trust
     >>> bool(ratio[2:4, 2:4].max() < 0.01), bool(ratio[6:, 6:].min() > 0.8)
     (True, True)
     """

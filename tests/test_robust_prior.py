@@ -1,0 +1,160 @@
+"""The depth prior's robust term (fnin_cli.priors): wrong places let go, sigma estimated,
+what the run says about it; analytic surfaces with explicit tolerances."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from fnin_cli import io
+from fnin_cli.config import DEFAULT
+from fnin_cli.pipeline import build_input, integrate
+from fnin_cli.prior import DepthPrior
+from fnin_cli.priors import RobustPrior, neighbour_pairs, smooth_field, trust
+
+from helpers import camera, smooth_surface
+from helpers_cli import invoke
+
+QUADRATIC = replace(DEFAULT, prior=replace(DEFAULT.prior, loss=None))
+
+
+def _bump(kind="ortho"):
+    """A smooth analytic dome (a paraboloid), its input and true depth."""
+    cam = camera(kind)
+    surf = smooth_surface("paraboloid", cam)
+    inp = build_input(surf.normals, None, surf.support, cam.K if cam.perspective else None,
+                      pixel_size=None if cam.perspective else cam.pixel_size)
+    return inp, surf.depth
+
+
+def _patched(gt, mask, sigma, shift, seed=0):
+    """A full-size prior of noise ``sigma`` with one disc of ~5% of the mask shifted by ``shift``."""
+    rng = np.random.default_rng(seed)
+    d = np.where(mask, gt + rng.normal(0.0, sigma, gt.shape), np.nan)
+    rows, cols = np.nonzero(mask)
+    c = len(rows) // 3
+    r2 = (rows - rows[c]) ** 2 + (cols - cols[c]) ** 2
+    near = np.argsort(r2)[: int(0.05 * len(rows))]
+    wrong = np.zeros(gt.shape, bool)
+    wrong[rows[near], cols[near]] = True
+    d[wrong] += shift
+    return DepthPrior(d, np.isfinite(d).astype(float), sigma), wrong
+
+
+@pytest.mark.parametrize("kind", ["ortho", "persp"])
+def test_a_wrong_patch_is_let_go_and_the_surface_stays_where_the_prior_is_right(kind):
+    """A sensor-like prior (its noise larger than the normals' error over a pixel) with one
+    disc shifted by half the depth range: the quadratic term bends the whole surface towards
+    it; the robust one lets the disc go and the normals carry the surface across."""
+    inp, gt = _bump(kind)
+    span = float(np.ptp(gt[inp.mask]))
+    sigma = 0.02 * span
+    prior, wrong = _patched(gt, inp.mask, sigma, 0.5 * span)
+    robust = integrate(inp, depth_prior=prior)
+    plain = integrate(inp, depth_prior=prior, config=QUADRATIC)
+    right = inp.mask & ~wrong
+    err = lambda res, where: float(np.mean(np.abs(res.depth - gt)[where]))   # noqa: E731
+    assert err(plain, right) > 3 * err(robust, right)       # the quadratic term is pulled by the patch
+    assert err(robust, right) < 0.5 * sigma                 # the robust one stays where the prior is right
+    assert err(robust, wrong) < 0.5 * sigma                 # and the normals carry it across the patch
+    assert robust.prior_residual["rejected"] == pytest.approx(wrong.sum() / inp.mask.sum(), abs=0.03)
+    trust_img = robust.prior_trust
+    assert np.nanmedian(trust_img[wrong]) < 0.1 and np.nanmedian(trust_img[right]) > 0.9
+    assert np.isnan(trust_img[~inp.mask]).all()
+
+
+def test_a_right_prior_is_not_made_worse_by_the_robust_term():
+    inp, gt = _bump("persp")
+    sigma = 0.001 * float(np.median(gt[inp.mask]))
+    prior = DepthPrior(np.where(inp.mask, gt + np.random.default_rng(1).normal(0, sigma, gt.shape), np.nan),
+                       inp.mask.astype(float), sigma)
+    robust = integrate(inp, depth_prior=prior)
+    plain = integrate(inp, depth_prior=prior, config=QUADRATIC)
+    e = [float(np.mean(np.abs(r.depth - gt)[inp.mask])) for r in (robust, plain)]
+    assert e[0] <= 1.05 * e[1] + 1e-9 and robust.prior_residual["rejected"] < 0.02
+
+
+@pytest.mark.parametrize("block", [1, 4])
+def test_sigma_not_given_is_estimated_near_the_true_one(block):
+    """Noise of sigma on a smooth surface whose normals agree: the estimate from neighbouring
+    measurements' residuals is within 25% of sigma (full-size map and a map at 1/4)."""
+    inp, gt = _bump("ortho")
+    sigma = 0.003 * float(np.ptp(gt[inp.mask]))
+    rng = np.random.default_rng(3)
+    if block == 1:
+        d = np.where(inp.mask, gt + rng.normal(0, sigma, gt.shape), np.nan)
+        share = np.isfinite(d).astype(float)
+    else:
+        h, w = gt.shape
+        small = gt[: h // block * block, : w // block * block].reshape(h // block, block, w // block, block).mean((1, 3))
+        small = small + rng.normal(0, sigma, small.shape)
+        d = np.full(gt.shape, np.nan)
+        d[: h // block * block, : w // block * block] = np.kron(small, np.ones((block, block)))
+        d[~inp.mask] = np.nan
+        share = np.where(np.isfinite(d), 1.0 / block ** 2, 0.0)
+    start = 20 * sigma
+    prior = DepthPrior(d, share, start, block=block, sigma_given=False)
+    res = integrate(inp, depth_prior=prior)
+    assert res.prior_residual["sigma_estimated"] is True
+    assert res.prior_residual["sigma"] == pytest.approx(sigma, rel=0.25)
+
+
+def test_points_keep_their_weight():
+    """A sparse prior's points are each the only evidence near them: none is let go."""
+    inp, gt = _bump("ortho")
+    rows, cols = np.nonzero(inp.mask)
+    pick = np.random.default_rng(0).choice(rows.size, 60, replace=False)
+    d = np.full(gt.shape, np.nan)
+    d[rows[pick], cols[pick]] = gt[rows[pick], cols[pick]]
+    d[rows[pick[:3]], cols[pick[:3]]] += 0.3 * float(np.ptp(gt[inp.mask]))
+    res = integrate(inp, depth_prior=DepthPrior(d, np.isfinite(d).astype(float), 1e-3, block=0))
+    assert res.prior_residual["rejected"] == 0.0
+
+
+def test_the_trust_weight_of_each_loss():
+    u = np.array([0.0, 0.5, 1.0, 2.0])
+    np.testing.assert_allclose(trust(u, "cauchy"), [1.0, 0.8, 0.5, 0.2])
+    np.testing.assert_allclose(trust(u, "huber"), [1.0, 1.0, 1.0, 0.5])
+    np.testing.assert_allclose(trust(u, "tukey"), [1.0, 0.5625, 0.0, 0.0])
+    np.testing.assert_allclose(trust(u, None), 1.0)
+    with pytest.raises(ValueError, match="unknown robust loss"):
+        trust(u, "l1")
+
+
+def test_the_smooth_field_keeps_each_piece_and_the_pairs_are_neighbours():
+    rc = (np.repeat(np.arange(30), 30), np.tile(np.arange(30), 30))
+    piece = (rc[1] >= 15).astype(int)
+    r = np.where(piece == 1, 4.0, -1.0) + 0.01 * rc[0]
+    f = smooth_field(r, np.ones(r.size), rc, (30, 30), 6.0, piece)
+    assert np.abs(f - r).max() < 0.05                       # each piece's level is its own
+    mask = np.ones((30, 30), bool)
+    prior = DepthPrior(np.ones((30, 30)), np.ones((30, 30)), 1.0)
+    i, j = neighbour_pairs(prior, mask, np.arange(900), None)
+    assert i.size == 2 * 30 * 29
+    assert np.all(np.abs(rc[0][i] - rc[0][j]) + np.abs(rc[1][i] - rc[1][j]) == 1)
+
+
+def test_cli_writes_where_the_prior_was_trusted_and_json_says_how_much_was_let_go(tmp_path):
+    inp, gt = _bump("ortho")
+    span = float(np.ptp(gt[inp.mask]))
+    prior, wrong = _patched(gt, inp.mask, 0.02 * span, 0.5 * span)
+    folder = tmp_path / "case"
+    folder.mkdir()
+    io.write_normal_map(folder / "normal_map.png", inp.normals, force=True)
+    io.write_png(folder / "mask.png", (inp.mask * 255).astype(np.uint8))
+    np.save(tmp_path / "prior.npy", np.where(np.isfinite(prior.depth), prior.depth, np.nan))
+    r = invoke(["integrate", str(folder), "-o", str(tmp_path / "o.ply"), "--pixel-size", str(inp.camera.pixel_size),
+                "--depth-prior",
+                str(tmp_path / "prior.npy"), "--prior-sigma", str(0.02 * span), "--prior-weights",
+                str(tmp_path / "trust.npy"), "--json"])
+    assert r.exit_code == 0, r.output
+    t = np.load(tmp_path / "trust.npy")
+    assert np.nanmedian(t[wrong]) < 0.1 and np.nanmedian(t[inp.mask & ~wrong]) > 0.9
+    assert '"rejected"' in r.stdout and "were not trusted" not in r.stdout
+    # no prior: --prior-weights has nothing to write, one line and exit 1, nothing written
+    r = invoke(["integrate", str(folder), "-o", str(tmp_path / "p.ply"), "--prior-weights",
+                str(tmp_path / "t2.npy")])
+    assert r.exit_code == 1 and "--prior-weights" in r.output and not (tmp_path / "t2.npy").exists()
+    assert not (tmp_path / "p.ply").exists()
