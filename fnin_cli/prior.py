@@ -290,30 +290,73 @@ def _read_points(path: Path, shape):
 
 # ------------------------------------------------------------------ relative priors
 
+def robust_affine(p: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int = 10) -> tuple:
+    """(a, b, spread): the affine map d ~ a p + b fitted by iteratively reweighted least
+    squares with Cauchy's weight at 2.385 times the residuals' robust spread (1.4826 x their
+    median absolute value), each point also weighted by ``w``: a blurred edge or a warped
+    corner of a monocular network's depth does not pull the map. ``spread``: that of the
+    final residuals.
+
+    Examples
+    --------
+    >>> p = np.arange(10.0); d = 2 * p + 1; d[9] = 100.0
+    >>> a, b, s = robust_affine(p, d, np.ones(10))
+    >>> round(a, 3), round(b, 3)
+    (2.0, 1.0)
+    """
+    weight = w.astype(np.float64)
+    a, b = 1.0, 0.0
+    for _ in range(iterations):
+        sw = np.sqrt(weight)
+        (a, b), *_ = np.linalg.lstsq(np.stack([p, np.ones(p.size)], 1) * sw[:, None], d * sw, rcond=None)
+        r = d - (a * p + b)
+        spread = 1.4826 * float(np.median(np.abs(r)))
+        if spread <= 0:
+            break
+        weight = w / (1.0 + (r / (2.385 * spread)) ** 2)
+    r = d - (a * p + b)
+    return float(a), float(b), 1.4826 * float(np.median(np.abs(r)))
+
+
+def _fit_points(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, what: str) -> np.ndarray:
+    m = prior.valid & mask & np.isfinite(depth)
+    if m.sum() < 3:
+        raise FninError(f"the {what} prior covers fewer than 3 pixels of the object; it cannot be fitted",
+                        prior.source)
+    return m
+
+
 def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, positive: bool = True) -> tuple:
     """(the prior mapped onto ``depth``, the map): a relative prior's depths p taken to
     a p + b, the affine map of depth that fits them to an integrated ``depth`` (relative
-    depth, NaN outside ``mask``) in least squares, once more without the worst 10% of the
-    points; its sigma becomes the fit's robust spread (1.4826 x the median absolute
-    residual). ``positive``: mapped depths <= 0 count as missing (perspective depth;
-    orthographic depth has any offset). Raises :class:`FninError` where the prior and the
-    depth share no pixel."""
-    m = prior.valid & mask & np.isfinite(depth)
-    if m.sum() < 3:
-        raise FninError("the relative depth prior covers fewer than 3 pixels of the object; it cannot be fitted",
-                        prior.source)
-    p, d = prior.depth[m], depth[m]
-    w = np.sqrt(prior.share[m])
-    keep = np.ones(p.size, bool)
-    for _ in range(2):
-        A = np.stack([p[keep], np.ones(int(keep.sum()))], 1) * w[keep, None]
-        (a, b), *_ = np.linalg.lstsq(A, d[keep] * w[keep], rcond=None)
-        res = np.abs(a * p + b - d)
-        keep = res <= np.percentile(res, 90)
-    spread = 1.4826 * float(np.median(np.abs(a * p + b - d)))
-    fitted = a * prior.depth + b
+    depth, NaN outside ``mask``) robustly (:func:`robust_affine`); its sigma becomes the
+    fit's robust spread. ``positive``: mapped depths <= 0 count as missing (perspective
+    depth; orthographic depth has any offset). Raises :class:`FninError` where the prior
+    and the depth share fewer than 3 pixels."""
+    m = _fit_points(prior, depth, mask, "relative depth")
+    a, b, spread = robust_affine(prior.depth[m].astype(np.float64), depth[m], np.sqrt(prior.share[m]))
+    fitted = a * prior.depth.astype(np.float64) + b
     fitted[~(np.isfinite(fitted) & ((fitted > 0) | (not positive)))] = np.nan
-    return replace(prior, depth=fitted, sigma=max(spread, 1e-9 * float(np.nanmedian(np.abs(d))))), (float(a), float(b))
+    sigma = max(spread, 1e-9 * float(np.nanmedian(np.abs(depth[m]))))
+    return replace(prior, depth=fitted, sigma=sigma, sigma_given=True), (a, b)
+
+
+def fit_disparity(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray) -> tuple:
+    """(the prior as depth on ``depth``'s scale, the map): a disparity prior's values D
+    (inverse depth up to an affine map, as monocular networks give it) taken to the depth
+    1 / (a D + b), the affine map of D fitted robustly (:func:`robust_affine`) to the
+    inverse of an integrated perspective ``depth`` (relative, NaN outside ``mask``); where
+    a D + b <= 0 it has none. Its sigma is the robust spread of the mapped depth about
+    ``depth``."""
+    m = _fit_points(prior, depth, mask, "disparity")
+    a, b, _ = robust_affine(prior.depth[m].astype(np.float64), 1.0 / depth[m], np.sqrt(prior.share[m]))
+    q = a * prior.depth.astype(np.float64) + b
+    fitted = np.full(q.shape, np.nan)
+    np.divide(1.0, q, out=fitted, where=np.isfinite(q) & (q > 0))
+    r = fitted[m] - depth[m]
+    spread = 1.4826 * float(np.nanmedian(np.abs(r))) if np.isfinite(r).any() else 0.0
+    sigma = max(spread, 1e-9 * float(np.nanmedian(np.abs(depth[m]))))
+    return replace(prior, depth=fitted, kind="relative", sigma=sigma, sigma_given=True), (a, b)
 
 
 # ------------------------------------------------------------------ disagreement
@@ -439,8 +482,8 @@ def as_prior(value, inp) -> DepthPrior | None:
     count: every reader masks them (no masked copy is made: at camera size that was two
     more frames beside the caller's, held through the run). Raises :class:`FninError`
     where no prior value falls on the object, where a map covers less than
-    :data:`MIN_COVER` of it (:func:`check_cover`), and for a disparity prior, which no
-    solver fuses yet."""
+    :data:`MIN_COVER` of it (:func:`check_cover`), and for a disparity prior of an
+    orthographic map."""
     if value is None:
         return None
     prior = value if isinstance(value, DepthPrior) else read_prior(value, inp.shape, inp.camera)
@@ -448,10 +491,9 @@ def as_prior(value, inp) -> DepthPrior | None:
         raise FninError(f"the depth prior is laid on a {prior.depth.shape[0]} x {prior.depth.shape[1]} grid (rows x "
                         f"cols), the map is {inp.shape[0]} x {inp.shape[1]}", prior.source)
     check_cover(prior, inp.mask)
-    if prior.kind == "disparity":
-        # 1/d with an unknown shift is not affine in depth: no exact conversion to fuse
-        raise FninError("--prior-kind disparity is not yet supported by integrate; give depth instead "
-                        "(--prior-kind absolute if metric, relative if known up to a d + b)", prior.source)
+    if prior.kind == "disparity" and not inp.camera.perspective:
+        raise FninError("a disparity prior needs a perspective camera (--K or --fx): an orthographic map has no "
+                        "depth to invert; give --prior-kind relative for depth known up to a d + b", prior.source)
     return prior
 
 

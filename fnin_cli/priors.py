@@ -25,10 +25,10 @@ from dataclasses import replace
 import numpy as np
 
 from .config import DEFAULT, IntegrationConfig
-from .prior import PRIOR_NORMAL_NOISE, DepthPrior, fit_relative
+from .prior import PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity, fit_relative
 from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
-from .solvers.objective import FixedTerm, FixedWeights, anchored
+from .solvers.objective import FixedWeights, anchored
 from .solvers.pieces import cut_pieces
 from .solvers.system import DataTerm
 
@@ -308,7 +308,7 @@ class AbsolutePrior:
     def report(self, mask: np.ndarray) -> tuple:
         """({"rejected", "sigma_estimated"} for ``--json``, warnings, the (H, W) trust image)."""
         t = self.robust
-        out = {"rejected": t.rejected(), "sigma_estimated": not self.prior.sigma_given}
+        out = {"rejected": t.rejected(), "sigma_estimated": not self.prior.sigma_given or self.prior.kind != "absolute"}
         notes = []
         if out["rejected"] > self.config.prior.rejected_warn:
             notes.append(f"the depth prior disagrees with the normals on {out['rejected']:.0%} of its measurements; "
@@ -326,31 +326,45 @@ class AbsolutePrior:
 
 
 class RelativePrior:
-    """Depth known up to an affine map: fitted to the result and fused in one more solve."""
+    """Depth known up to an affine map: fitted robustly to the result and fused after the
+    rounds, its term robust too (:class:`RobustPrior`): a monocular network's blur at an
+    edge or warp in a corner is let go, and it places what the normals cannot."""
 
-    fuses = True        # one more solve after the rounds, with their AMG hierarchy
+    fuses = True        # solves after the rounds, with their AMG hierarchy
+    what = "relative depth prior fitted (affine in depth) and fused"
 
     def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
         self.prior, self.config = prior, config
+        self.robust = None
 
     def term(self, system):
         return None
 
+    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool) -> DepthPrior:
+        """The prior as depth on the result's scale (:func:`~fnin_cli.prior.fit_relative`)."""
+        return fit_relative(self.prior, depth, main, perspective)[0]
+
     def fuse(self, run, z: np.ndarray, pieces) -> tuple:
-        """(z, fitted prior): the prior fitted to the result z by an affine map of depth
-        (:func:`~fnin_cli.prior.fit_relative`) on the result's main piece (whose shape the
-        normals fix), then one solve with the result's weights (fixed), the anchor lam
-        towards z and the fitted prior's term (:meth:`~fnin_cli.prior.DepthPrior.relative_term`),
-        started at z, on the CPU with the rounds' AMG hierarchy where there is one."""
+        """(z, fitted prior): the prior fitted to the result z on the result's main piece
+        (mutual cuts: whose shape and placement the normals fix, :meth:`fit`), each pixel counting 1/RELATIVE_BLOCK^2 of a
+        measurement (a network's neighbouring values are not independent), then minimised
+        with the result's weights (fixed), the anchor lam towards z and the fitted prior's
+        robust term, at most ``PriorConfig.iterations`` times from z, on the CPU with the
+        rounds' AMG hierarchy where there is one."""
         system, camera = run.system, run.system.camera
         zimg = system.to_image(z)
-        main = system.to_image((pieces.plain[0] == 0).astype(float), fill=0.0) > 0
-        fitted, _ = fit_relative(self.prior, np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
-        objective = anchored(system, FixedWeights(pieces.weights), run.lam, z,
-                             FixedTerm(fitted.relative_term(system.mask, camera)))
+        # the main piece under mutual cuts: a piece held only by one side's extrapolated
+        # normals is not placed by them, and would skew the fit
+        main = system.to_image((pieces.mutual[0] == 0).astype(float), fill=0.0) > 0
+        fitted = self.fit(np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
+        fitted = replace(fitted, share=fitted.share / RELATIVE_BLOCK ** 2, block=1)
+        self.robust = RobustPrior(fitted, system, self.config)
+        objective = anchored(system, FixedWeights(pieces.weights), run.lam, z, self.robust)
+        c = self.config.prior
         z = minimise(objective, z, InnerSolve(run.args.backend.linear, run.config.one_shot.solve_rtol,
-                                              run.config.solver.maxiter, run.hierarchy)).z
-        return z, fitted
+                                              run.config.solver.maxiter, run.hierarchy), max_iter=c.iterations,
+                     tol=c.tol).z
+        return z, replace(fitted, share=fitted.share * RELATIVE_BLOCK ** 2)
 
     def to_depth(self, zimg: np.ndarray, camera, mask: np.ndarray, mean_depth=None, pin=None) -> tuple:
         return fix_scale(zimg, camera, mask, mean_depth, pin)
@@ -363,13 +377,24 @@ class RelativePrior:
             fitted = replace(fitted, depth=fitted.depth * factor, sigma=fitted.sigma * factor)
         else:
             fitted = replace(fitted, depth=fitted.depth + float((depth - zimg)[inp.mask].mean()))
-        return fitted, "; relative depth prior fitted (affine in depth) and fused"
+        return fitted, "; " + self.what
 
     def report(self, mask: np.ndarray) -> tuple:
-        return {}, [], None
+        return AbsolutePrior.report(self, mask)
 
 
-KINDS = {"absolute": AbsolutePrior, "relative": RelativePrior}
+class DisparityPrior(RelativePrior):
+    """Inverse depth known up to an affine map (a / z + b, as monocular networks give it):
+    fitted as depth 1 / (a D + b) (:func:`~fnin_cli.prior.fit_disparity`), then as a relative
+    prior."""
+
+    what = "disparity prior fitted (affine in inverse depth) and fused"
+
+    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool) -> DepthPrior:
+        return fit_disparity(self.prior, depth, main)[0]
+
+
+KINDS = {"absolute": AbsolutePrior, "relative": RelativePrior, "disparity": DisparityPrior}
 
 
 def prior_kind(prior: DepthPrior | None, config: IntegrationConfig = DEFAULT):

@@ -301,10 +301,9 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
         status.stage("load")
     ready = prepare(job.input, options, name=job.name, mesh="mesh" in job.outputs, workers=workers, record=rec)
     inp, secs = ready.inp, rec["seconds"]
-    if "prior_weights" in job.outputs and (ready.prior is None or ready.prior.kind != "absolute"):
-        raise FninError("--prior-weights writes where an absolute depth prior was trusted, and this input has "
-                        + ("none (--depth-prior FILE, or a depth_prior.* beside it)" if ready.prior is None
-                           else f"a {ready.prior.kind} one"), job.input)
+    if "prior_weights" in job.outputs and ready.prior is None:
+        raise FninError("--prior-weights writes where the depth prior was trusted, and this input has none "
+                        "(--depth-prior FILE, or a depth_prior.* beside it)", job.input)
 
     res = integrate(inp, method=options.method, refine=options.refine, device=options.device,
                     mean_depth=options.mean_depth, depth_at=ready.depth_at, model=_STATE["model"],
