@@ -104,6 +104,7 @@ class RobustPrior:
         mask = system.mask
         base = prior.term(mask, system.camera)
         self.system, self.cut = system, float(config.pieces.cut_weight)
+        self.grazing = config.rounds.occlusion_cos if config.rounds.occlusion_cos is not None else 0.3
         self.min_pixels = int(config.pieces.min_pixels)
         self.n = base.target.shape[0]
         self.has = np.flatnonzero(base.weight > 0)
@@ -167,11 +168,13 @@ class RobustPrior:
             self.weights = trust(dev / (self.k * max(self.scale, spread)), self.loss)
 
     def _pieces(self, weights: dict | None):
-        """Each prior pixel's piece under ``weights`` (pieces under ``min_pixels`` each their
-        own, -1), or None without weights."""
+        """Each prior pixel's piece under ``weights`` (mutual cuts), cut also along every
+        occluding contour (:func:`occluding_cut`), pieces under ``min_pixels`` each their own
+        (-1); None without weights."""
         if weights is None:
             return None
-        labels, sizes, _ = cut_pieces(self.system, weights, self.cut, mutual=True)
+        labels, sizes, _ = cut_pieces(self.system, occluding_cut(self.system, weights, self.grazing), self.cut,
+                                      mutual=True)
         piece = labels[self.has]
         return np.where(sizes[piece] >= self.min_pixels, piece, -1)
 
@@ -203,6 +206,22 @@ def _measurements(prior: DepthPrior, mask: np.ndarray, has: np.ndarray):
     k = int(prior.block)
     key = (rows[has] // k) * (mask.shape[1] // k + 2) + cols[has] // k
     return np.unique(key, return_inverse=True)[1]
+
+
+def occluding_cut(system, weights: dict, cos_min: float) -> dict:
+    """``weights`` with both of an edge's weights 0 where it runs along an occluding contour:
+    one pixel's normal within ``cos_min`` of grazing, the other's not. The normals say nothing
+    of the step there (an object in front of another), so the depth prior's step is evidence,
+    not an error (studies/robust-prior)."""
+    from .solvers.steps import view_cosine
+
+    c = view_cosine(system) >= cos_min
+    out = {d: np.array(w, np.float64, copy=True) for d, w in weights.items()}
+    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
+        edge = c[p] != c[q]
+        out[axis + "+"][p[edge]] = 0.0
+        out[axis + "-"][q[edge]] = 0.0
+    return out
 
 
 def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, scale: float,

@@ -91,12 +91,14 @@ def test_the_bench_reports_the_error_where_the_patches_prior_was_right():
     assert "default\nright" in headers and "prior\nabs" in headers
 
 
-def test_a_disparity_prior_is_fitted_alone_and_refused_by_integrate():
+def test_a_disparity_prior_is_fitted_alone_and_fused_by_integrate():
     from fnin_cli.bench.runner import run_one
 
     rec = run_one(CASE, "prior", prior=("mono-disparity", 0))
     assert rec["status"] == "ok" and rec["prior_fit"].startswith("affine in disparity")
     assert "abs_made_mm" not in rec and rec["cover_made_mm"] == pytest.approx(rec["made_mm"])
-    with pytest.raises(FninError, match="not yet supported"):
-        run_one(CASE, "default", prior=("mono-disparity", 0))
+    fused = run_one(CASE, "default", prior=("mono-disparity", 0))
+    alone = run_one(CASE, "default")
+    assert fused["status"] == "ok" and "abs_made_mm" not in fused          # relative: the scale is fitted
+    assert fused["made_mm"] <= 1.1 * alone["made_mm"] + 1e-6               # never worse than without beyond noise
     assert case_seed(0, "a") != case_seed(0, "b")
