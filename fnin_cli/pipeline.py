@@ -29,7 +29,7 @@ from .priors import prior_kind
 from .scale import check_scale, depth_pins, fix_scale
 from .solvers.backend import choose_backend
 from .solvers.linear import AMGCache
-from .solvers.pieces import Pieces, loose_pieces
+from .solvers.pieces import Pieces, loose_pieces, unplaced_note
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
 from .solvers.rounds import RoundsResult, run_rounds
 from .solvers.steps import AFTER_ROUNDS, BEFORE_ROUNDS, Context, Pins, run_steps
@@ -339,9 +339,15 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
             f"{frac:.0%} of neighbouring pixels disagree with their normals (result is mostly jumps); "
             f"wrong convention? {conventions.flip_hint(inp.convention or '')}"))
         warn(warnings[-1:])
-    return Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
-                  inp.mask, run.method, seconds, note, zimg, iterations, warnings, refined,
-                  (pieces, placed, placed_by, prior_pixels), residual, disagree_map, trust)
+    res = Result(depth.astype(np.float32), system.to_image(discontinuity).astype(np.float32), inp.camera,
+                 inp.mask, run.method, seconds, note, zimg, iterations, warnings, refined,
+                 (pieces, placed, placed_by, prior_pixels), residual, disagree_map, trust)
+    # what the normals could not place, said where people look (stderr), not only in --json
+    free = unplaced_note(res.loose_pieces, system.n)
+    if free is not None:
+        res.warnings.append(for_caller(free))
+        warn([free])
+    return res
 
 
 def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,

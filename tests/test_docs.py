@@ -158,7 +158,7 @@ def test_the_values_the_docs_give_are_the_configs():
     for doc in (REPO / "docs").glob("*.md"):
         for n, line in enumerate(doc.read_text().splitlines(), 1):
             for m in re.finditer(r"`config\.(\w+)\.(\w+) = ([^`]+)`", line):
-                part = next(f for f in ("solver", "one_shot", "rounds")
+                part = next(f for f in ("solver", "one_shot", "rounds", "pieces", "prior")
                             if type(getattr(config.DEFAULT, f)).__name__ == m.group(1))
                 shipped = getattr(getattr(config.DEFAULT, part), m.group(2))
                 if shipped != eval(m.group(3), {}):

@@ -103,9 +103,13 @@ class _Trusted:
 
     def at(self, z):
         self.calls += 1
-        if z is None:
-            return DataTerm(np.full(self.target.shape, self.c), self.target)
-        return DataTerm(np.where(np.abs(z - self.target) <= self.band, self.c, 0.0), self.target)
+        if z is not None:
+            self.weight = np.where(np.abs(z - self.target) <= self.band, self.c, 0.0)
+        return DataTerm(getattr(self, "weight", np.full(self.target.shape, self.c)), self.target)
+
+    def energy(self, z):
+        w = getattr(self, "weight", np.full(self.target.shape, self.c))
+        return float(np.sum(w * (z - self.target) ** 2))
 
 
 def test_a_term_that_reweights_itself_is_asked_each_iteration_and_drops_an_outlier():

@@ -200,6 +200,17 @@ def test_integrate_lists_the_loose_piece_and_one_pin_each_places_both(method):
         integrate(inp, method, depth_at=[(24, 20, 1.0), (24, 22, 2.0)])
 
 
+def test_what_the_normals_cannot_place_is_said_in_one_warning_until_pinned():
+    """Regression (issue 49): loose pieces were listed only in --json and the preview."""
+    surf, inp = _two_spheres()
+    res = integrate(inp, "wls")
+    said = [w for w in res.warnings if "cut off by jumps" in w]
+    assert len(said) == 1 and "1 piece (44% of the pixels; the largest 577 px" in said[0]
+    r, c = res.loose_pieces[0]["pixel"]
+    pinned = integrate(inp, "wls", depth_at=[(24, 20, surf.depth[24, 20]), (r, c, surf.depth[r, c])])
+    assert not any("cut off by jumps" in w for w in pinned.warnings)
+
+
 def test_cli_json_lists_loose_pieces_and_depth_at_repeats(tmp_path):
     from fnin_cli import io
     from helpers_cli import invoke

@@ -125,10 +125,11 @@ def test_a_map_covering_under_one_percent_of_the_mask_is_refused_points_are_not(
     as_prior(DepthPrior(d, np.isfinite(d).astype(float), 0.1, block=1), inp)
 
 
-def test_integrate_refuses_a_disparity_prior_until_it_can_fuse_one():
+def test_integrate_refuses_a_disparity_prior_on_an_orthographic_map():
+    """An orthographic map has no depth to invert: one line naming the kinds that fit."""
     inp = _inp()
     d = np.where(inp.mask, 1.0 / (2.0 + np.linspace(0, 1, inp.mask.size).reshape(inp.shape)), np.nan)
-    with pytest.raises(FninError, match="disparity is not yet supported"):
+    with pytest.raises(FninError, match="disparity prior needs a perspective camera"):
         integrate(inp, "wls", depth_prior=DepthPrior(d, np.isfinite(d).astype(float), 0.01, kind="disparity"))
 
 
@@ -158,7 +159,6 @@ def _prior_file(tmp_path, folder, content):
     ("constant", "relative", "one constant value"),
     ("no_positive", "disparity", "no value > 0"),
     ("sliver", "absolute", "under 1%"),
-    ("fine", "disparity", "disparity is not yet supported"),
 ])
 def test_priors_without_depth_fail_in_one_line_and_write_nothing(tmp_path, content, kind, message):
     folder = write_folder(tmp_path / "case", seed=2)
@@ -169,6 +169,15 @@ def test_priors_without_depth_fail_in_one_line_and_write_nothing(tmp_path, conte
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and message in errors[0] and "Traceback" not in r.stderr
     assert not out.exists()
+
+
+def test_a_disparity_prior_is_fitted_and_fused(tmp_path):
+    folder = write_folder(tmp_path / "case", seed=2)
+    path = _prior_file(tmp_path, folder, "fine")
+    out = tmp_path / "d.npy"
+    r = invoke(["integrate", folder, "-o", out, "--depth-prior", path, "--prior-kind", "disparity", "--method", "wls"])
+    assert r.exit_code == 0, r.stderr
+    assert "disparity prior fitted (affine in inverse depth) and fused" in r.stderr and out.exists()
 
 
 def test_unknown_prior_kind_lists_disparity(tmp_path):

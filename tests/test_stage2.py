@@ -131,15 +131,33 @@ def test_stage2_solves_on_the_cpu_with_the_backends_solver():
 
 
 def test_stage2_on_a_grid_backend_goes_to_the_grids_solver(monkeypatch):
+    """On a grid backend Stage II solves on that device's pixel grid, with its tolerance,
+    iteration cap and V-cycle scale (the grid itself replaced by a stand-in)."""
     from fnin_cli.solvers import grid
 
     calls = []
 
-    def fake_grid_solve(system, weights, term, x0, rtol, maxiter, device, coarse_scale):
-        calls.append((rtol, maxiter, device, coarse_scale))
-        return np.full(system.n, 7.0), None
+    class FakeGrid:
+        def __init__(self, system, device):
+            self.system, self.device = system, device
 
-    monkeypatch.setattr(grid, "grid_solve", fake_grid_solve)
+        def image(self, values):
+            return np.asarray(values)
+
+        def vector(self, img):
+            return np.asarray(img)
+
+        def weights_images(self, weights):
+            return weights
+
+        def term(self, term):
+            return term
+
+        def solve(self, w, term, x0, rtol, maxiter, coarse_scale):
+            calls.append((rtol, maxiter, self.device, coarse_scale))
+            return np.full(self.system.n, 7.0), 3, 0.0
+
+    monkeypatch.setattr(grid, "GridSystem", FakeGrid)
     s = _flat(2, 2)
     w = stage2.attention_weights(s, np.zeros((2, 2)))
     z = stage2.stage2(s, w, DataTerm(1e-3, np.zeros(s.n)), np.zeros(s.n), Backend(grid="cuda:1"),

@@ -315,6 +315,27 @@ def loose_pieces(pieces: Pieces, placed: str = "by the method") -> list:
     return out
 
 
+def unplaced_note(found: list, n: int) -> str | None:
+    """One line for the loose pieces (:func:`loose_pieces`, their ``placed`` filled) that
+    neither a pin nor a depth prior placed: how many, their share of the ``n`` masked pixels,
+    the largest and where to pin it; None where there are none.
+
+    Examples
+    --------
+    >>> unplaced_note([{"pixels": 300, "pixel": [4, 7], "placed": "by the method"}], 1000)[:55]
+    '1 piece (30% of the pixels; the largest 300 px at row 4'
+    """
+    free = [p for p in found if not p["placed"].startswith(("pinned", "depth prior"))]
+    if not free:
+        return None
+    share = sum(p["pixels"] for p in free) / n
+    r, c = free[0]["pixel"]
+    return (f"{len(free)} piece{'s' if len(free) > 1 else ''} ({share:.0%} of the pixels; the largest "
+            f"{free[0]['pixels']:,} px at row {r}, col {c}) cut off by jumps: the normals cannot say how far "
+            "{0} from the rest, so that depth is a guess; --depth-at ROW,COL,DEPTH pins one, --depth-prior FILE "
+            "places all".format("it lies" if len(free) == 1 else "they lie"))
+
+
 def pin_pieces(system: NormalSystem, z: np.ndarray, pieces: Pieces, pins):
     """z with each piece that holds a pin (``pieces.joined``) shifted so that the pinned
     pixel's unknown is the pin's. ``pins``: [(row, col, unknown)] (the unknown: log-depth or depth); one pin
