@@ -123,6 +123,8 @@ def _run_wls(system, inp, a: RunArgs) -> MethodOutput:
 
 def _run_bini(system, inp, a: RunArgs) -> MethodOutput:
     s = a.config.solver
+    if a.stage is not None:   # the progress shows BiNI's iteration out of its cap
+        a.stage("solve", None, s.max_iter)
     # BiNI starts at 0 (its own start), or at the depth prior's level: a constant changes no weight
     r = integrate_bini(system, k=s.k, z0=None if a.prior is None else prior_level(a.prior), term=a.term(), max_iter=s.max_iter, tol=s.tol, cg_rtol=s.inner_rtol,
                        cg_maxiter=s.maxiter, solver=s.inner_solver,
