@@ -255,6 +255,24 @@ def test_no_mask_background_is_not_part_of_the_check(background):
     assert check_decoding(bgr, 16, None, cam(True)).chosen.name == "ps/bgr"
 
 
+@pytest.mark.parametrize("background", [0.5, 1.0, 0.0, np.nan])
+def test_half_float_map_without_a_mask_is_detected(background):
+    """Regression (issue 51): a float file holding (n + 1) / 2 with its background (grey
+    n = 0, white, black) and no mask was read as n itself: the given encoding's domain held
+    the grey background, so too few of its vectors were unit under 2x - 1."""
+    n, mask = surface_normals("blob", True)
+    half = ((from_internal(n, "ps") + 1) / 2).astype(np.float32)
+    half[~mask] = background
+    chk = check_decoding(half, None, None, cam(True))
+    assert chk.changed and chk.chosen.name == "ps/half" and chk.valid_pixels == mask.sum()
+    np.testing.assert_allclose(recovered(chk, half, None)[mask], n[mask], atol=1e-4)
+    # the same normals stored as n: kept, whatever the background
+    raw = from_internal(n, "ps").astype(np.float32)
+    raw[~mask] = background
+    chk = check_decoding(raw, None, None, cam(True), mode="strict")
+    assert not chk.changed and chk.chosen.name == "ps"
+
+
 def test_messages_name_the_option(blob):
     n, mask, c = blob
     raw, bd, *_ = _mis_encodings(n)["green-down"]

@@ -528,6 +528,28 @@ def _domain(raw: np.ndarray, bitdepth, decoding: "Decoding", tol: float) -> tupl
     return nonzero, unit
 
 
+def _unit_fractions_unmasked(raw: np.ndarray) -> dict:
+    """{'raw': ..., 'half': ...}: the share of the pixels that hold a unit vector under
+    either float encoding that hold one under each (tolerance ``UNIT_TOL``; 'half' only
+    when every finite value lies in [0, 1]). Without a mask the pixels a map's encoding
+    cannot explain are its background, whatever its colour: a (n + 1) / 2 file's grey
+    (n = 0) or white background is no unit vector under 2x - 1 but may be one, or not,
+    under n itself, so the shares are taken over the union, not over the given encoding's
+    domain (which holds that background)."""
+    stride = max(1, int(np.sqrt(raw.shape[0] * raw.shape[1] / 200000.0)))
+    sub = raw[::stride, ::stride].reshape(-1, 3).astype(np.float64)
+    sub = sub[np.isfinite(sub).all(-1)]
+    if not sub.size:
+        return {"raw": 0.0, "half": 0.0}
+    in01 = float(sub.min()) >= -1e-3 and float(sub.max()) <= 1.0 + 1e-3
+    ok_raw = conventions.normalise(sub, UNIT_TOL)[1]
+    ok_half = conventions.normalise(2.0 * sub - 1.0, UNIT_TOL)[1] if in01 else np.zeros(len(sub), bool)
+    either = int(np.sum(ok_raw | ok_half))
+    if either == 0:
+        return {"raw": 0.0, "half": 0.0}
+    return {"raw": float(ok_raw.sum()) / either, "half": float(ok_half.sum()) / either}
+
+
 def _mistakes(d: Decoding, given: Decoding) -> int:
     """How many independent mistakes turn ``given`` into ``d``: another named convention,
     each further flipped axis, the channel order (the float encoding is decided apart)."""
@@ -653,12 +675,15 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     enc = given.float_encoding
     half_detected = False
     if is_float:
-        stride = max(1, int(np.sqrt(valid / 50000.0)))
-        sub = raw[::stride, ::stride][mask[::stride, ::stride]].astype(np.float64)
-        sub = sub[np.isfinite(sub).all(-1)]
-        unit["raw"] = _unit_fraction(sub)
-        in01 = sub.size > 0 and float(sub.min()) >= -1e-3 and float(sub.max()) <= 1.0 + 1e-3
-        unit["half"] = _unit_fraction(2.0 * sub - 1.0) if in01 else 0.0
+        if user_mask:
+            stride = max(1, int(np.sqrt(valid / 50000.0)))
+            sub = raw[::stride, ::stride][mask[::stride, ::stride]].astype(np.float64)
+            sub = sub[np.isfinite(sub).all(-1)]
+            unit["raw"] = _unit_fraction(sub)
+            in01 = sub.size > 0 and float(sub.min()) >= -1e-3 and float(sub.max()) <= 1.0 + 1e-3
+            unit["half"] = _unit_fraction(2.0 * sub - 1.0) if in01 else 0.0
+        else:
+            unit.update(_unit_fractions_unmasked(raw))
         other = "half" if given.float_encoding == "raw" else "raw"
         if (unit[other] >= 0.9 and unit[given.float_encoding] <= 0.6
                 and unit[other] - unit[given.float_encoding] >= 0.3):
