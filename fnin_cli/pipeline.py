@@ -28,7 +28,7 @@ from .prior import OUTLIER_SIGMAS, DepthPrior, as_prior, fit_relative, prior_rep
 from .scale import check_scale, depth_pins, fix_scale, from_prior, pin
 from .solvers.backend import choose_backend
 from .solvers.linear import AMGCache
-from .solvers.pieces import cut_pieces, loose_pieces
+from .solvers.pieces import cut_pieces, hold_after_rounds, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
 from .solvers.rounds import RoundsResult, rounds_end, rounds_start, run_rounds
 from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
@@ -209,7 +209,8 @@ def _the_rounds(run: "MethodRun", start, term, notes: list, progress=None, stage
     rounds.notes[:0] = notes
     if run.hierarchy is not None and run.prior is None:
         run.hierarchy.drop()        # its memory serves what follows (docs/results.md#camera-size-maps-issue-30)
-    return rounds_end(run.system, rounds, run.out.edge_p, run.rounds, run.prior)
+    return hold_after_rounds(run.system, rounds_end(run.system, rounds, run.out.edge_p, run.rounds, run.prior),
+                             run.out.edge_p, run.rounds)   # grazing pixels no normal vouches for (studies/real-maps)
 
 
 @dataclass
