@@ -226,10 +226,11 @@ class DecodingCheck:
     ``chosen`` is the decoding to use (the given one unless ``changed``); ``scores`` maps
     each candidate's name to its integrability score (0 = integrable, 0.5 = noise, 1 = as
     far from integrable as a y-flipped field); ``facing_away``, ``outline`` (outward minus
-    inward fraction of the outline's normals, per candidate), ``unit_fraction`` and
-    ``coherent`` and ``unit_share`` (without a mask) hold the other cues; ``ratio`` = best other class's score / the given
-    one's; ``confident`` says the data decide; ``refused`` says the data rule the map out
-    (noise, or two decodings they cannot tell apart) with ``refusal`` the one-line reason;
+    inward fraction of the outline's normals, per candidate), ``unit_fraction``,
+    ``coherent`` and ``unit_share`` (without a mask) hold the other cues; ``ratio`` = best
+    other class's score / the given one's; ``confident`` says the data decide; ``refused``
+    says the data rule the map out (noise, a picture, or two decodings they cannot tell
+    apart) with ``refusal`` the one-line reason;
     ``message`` explains a change (a warning), ``strict_message`` the error an explicit
     decoding gets, ``warning`` what an explicit decoding is told but not refused for.
     """

@@ -223,14 +223,19 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, weights: dict, thresho
 
 def hold_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: float,
                  threshold: float = CUT_WEIGHT) -> tuple:
-    """(z, pixels held): each pixel whose normal is within ``cos_max`` of edge-on
-    (|cos(normal, ray)| < ``cos_max``) and that no other pixel's normal vouches for (no
-    4-neighbour that does not graze has a weight of at least ``threshold`` towards it) set
-    to where its 4-neighbours that are not such pixels put it: a neighbour that does not
-    graze at its z plus the step its own normal predicts, one held before it at its z;
-    their weighted median, each counting ``TRUST_FLOOR`` plus the edge's two weights (one
-    of them, never the midpoint: a pixel on a jump joins the side it is tied to most). A
-    chain of them is held from its ends inwards (pixels with no such neighbour stay).
+    """(z, pixels held): the pixels whose normals graze (|cos(normal, ray)| < ``cos_max``)
+    that nothing else places, held where their neighbours put them.
+
+    Such a pixel is one that no 4-neighbour that does not graze trusts (a weight of at
+    least ``threshold`` towards it), that lies outside the span of where its other
+    4-neighbours put it (each at its z plus the step its own normal predicts, 0 for a
+    grazing one) and whose 4-connected group of such pixels is a rim (each of them on the
+    mask's outline: a broad steep surface seen edge-on has consistent grazing normals). It
+    goes to the weighted median of where its neighbours put it (a neighbour that does not
+    graze at its z plus its step, a grazing one at its z), each counting
+    ``TRUST_FLOOR`` plus the edge's two weights: one of them, never the midpoint (a pixel on
+    a jump joins the side it is tied to most). A chain is held from its ends inwards;
+    pixels with no such neighbour stay.
 
     A grazing normal says nothing of the step across its pixel: the step is tan of its
     angle to the ray, and a 1-degree error in it moves the step by 1/cos^2 times that,
@@ -280,12 +285,35 @@ def hold_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: fl
     # the step each neighbour's normal predicts from it to the pixel (the zero of its
     # one-sided residual, as _boundary_edges), 0 from a grazing one (held before it)
     with np.errstate(divide="ignore", invalid="ignore"):
-        step = np.stack([system.ny[safe[:, 0]] / -system.a_v[safe[:, 0]], system.ny[safe[:, 1]] / system.a_v[safe[:, 1]],
-                         system.nx[safe[:, 2]] / -system.a_u[safe[:, 2]], system.nx[safe[:, 3]] / system.a_u[safe[:, 3]]],
-                        -1)
+        ny, av, nx, au = system.ny, system.a_v, system.nx, system.a_u
+        step = np.stack([ny[safe[:, 0]] / -av[safe[:, 0]], ny[safe[:, 1]] / av[safe[:, 1]],
+                         nx[safe[:, 2]] / -au[safe[:, 2]], nx[safe[:, 3]] / au[safe[:, 3]]], -1)
     step = np.where(grazing[safe] | ~np.isfinite(step), 0.0, step)
-    keep = ~vouched
+    # a pixel within the span of where its neighbours put it (each one that does not graze,
+    # or is vouched for, at its z plus its step) agrees with one of them: it stays
+    unsure = np.zeros(system.n, bool)
+    unsure[todo[~vouched]] = True
+    where = np.where((nb >= 0) & ~unsure[safe], z[safe] + step, np.nan)
+    with np.errstate(invalid="ignore"):
+        inside = (z[todo] >= np.nanmin(where, axis=1)) & (z[todo] <= np.nanmax(where, axis=1))
+    keep = ~vouched & ~inside
     todo, nb, trust, step = todo[keep], nb[keep], trust[keep], step[keep]
+    # only groups of them (4-connected) that are rims, every pixel on the mask's outline: a
+    # broad steep surface seen edge-on is one of consistent grazing normals, not a sliver
+    if len(todo):
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        pos = np.full(system.n, -1, np.int64)
+        pos[todo] = np.arange(len(todo))
+        link = (nb >= 0) & (pos[np.maximum(nb, 0)] >= 0)
+        row, col = np.nonzero(link)
+        g = csr_matrix((np.ones(len(row), np.int8), (row, pos[nb[row, col]])), shape=(len(todo), len(todo)))
+        n_lab, lab = connected_components(g, directed=False)
+        inner = np.zeros(n_lab, bool)
+        inner[lab[~(nb < 0).any(axis=1)]] = True
+        rim = ~inner[lab]
+        todo, nb, trust, step = todo[rim], nb[rim], trust[rim], step[rim]
     if not len(todo):
         return z, 0
     z = np.array(z, np.float64, copy=True)
