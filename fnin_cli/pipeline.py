@@ -28,7 +28,8 @@ from .prior import OUTLIER_SIGMAS, DepthPrior, as_prior, fit_relative, prior_rep
 from .scale import check_scale, depth_pins, fix_scale, from_prior, pin
 from .solvers.backend import choose_backend
 from .solvers.linear import AMGCache
-from .solvers.pieces import cut_pieces, hold_after_rounds, loose_pieces
+from .solvers.grazing import hold_after_rounds
+from .solvers.pieces import cut_pieces, loose_pieces
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
 from .solvers.rounds import RoundsResult, rounds_end, rounds_start, run_rounds
 from .solvers.system import DIRECTIONS, DataTerm, NormalSystem, classic_lambda
