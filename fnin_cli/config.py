@@ -110,6 +110,11 @@ class RoundsConfig:
     # neighbour trusts are moved to where their neighbours' normals put them; 0: off
     # (docs/decisions.md#sliver-reattach)
     reattach_pixels: int = 16
+    # after them and the pieces' places, a rim pixel whose normal is within this cosine of
+    # edge-on (84 degrees from its ray) and that no other normal vouches for is held where its
+    # neighbours' normals put it: a grazing normal says nothing of the step across it (a
+    # 1-degree error moves tan by 1/cos^2 = 100x that); None: off (docs/decisions.md#hold-grazing)
+    hold_grazing: float | None = 0.1
     # a steep fold (both normals of an edge within this cosine of grazing) loses the edge
     # prior in the rounds, and fold_join logits pull it joined: chins and spines stay
     # attached; None: off (docs/decisions.md#fold-join)

@@ -164,3 +164,26 @@ def gaussian_bumps(u, v, bumps, offset: float = 0.0):
         zu += -g * (u - cu) / (s * s)
         zv += -g * (v - cv) / (s * s)
     return z, zu, zv
+
+
+def count_isolated(depth: np.ndarray, mask: np.ndarray, fraction: float = 0.2) -> tuple[int, float]:
+    """(count, largest offset in depth ranges) of the masked pixels whose depth is off the
+    median of their masked 8-neighbours by more than ``fraction`` of the depth range (1st
+    to 99th percentile of the masked depths): issue 51's isolated depth pixels (as
+    studies/real-maps/spikes.py counts them). Pixels without a masked neighbour do not count."""
+    import warnings
+
+    d = np.where(mask, np.asarray(depth, np.float64), np.nan)
+    vals = d[mask & np.isfinite(d)]
+    if vals.size < 2:
+        return 0, 0.0
+    spread = float(np.percentile(vals, 99) - np.percentile(vals, 1)) or 1.0
+    h, w = d.shape
+    pad = np.pad(d, 1, constant_values=np.nan)
+    nb = np.stack([pad[1 + dr:1 + dr + h, 1 + dc:1 + dc + w]
+                   for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # all-NaN: a pixel without neighbour
+        off = np.abs(d - np.nanmedian(nb, axis=0)) / spread
+    off = off[mask & np.isfinite(off)]
+    return int(np.sum(off > fraction)), float(off.max()) if off.size else 0.0

@@ -49,6 +49,19 @@ def case_folder_without_normal_map(t):
     return [t / "scan"], 1, t / "scan", ["normal_map.png"]
 
 
+def case_folder_with_jpeg_normal_map(t):
+    # issue 51: the folder's normal_map.jpg is named, and why it is refused (lossy), and .tif offered
+    (t / "scan").mkdir()
+    (t / "scan" / "normal_map.jpg").write_bytes(b"\xff\xd8\xff\xe0 not read")
+    return [t / "scan"], 1, t / "scan", ["normal_map.jpg", "lossy", ".tif"]
+
+
+def case_folder_with_unread_normal_map(t):
+    (t / "scan").mkdir()
+    (t / "scan" / "normal_map.bmp").write_bytes(b"BM not read")
+    return [t / "scan"], 1, t / "scan", ["normal_map.bmp", "does not read", ".tif"]
+
+
 def case_random_bytes_png(t):
     (t / "n.png").write_bytes(np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8).tobytes())
     return [t / "n.png"], 1, t / "n.png", ["corrupt"]
@@ -85,7 +98,7 @@ def case_unknown_extension(t):
     c = write_case(t, seed=2, with_mask=False, with_K=False)
     target = t / "n.jpg"
     c["normals"].rename(target)
-    return [target], 1, target, ["unknown file type", ".png"]
+    return [target], 1, target, ["unknown file type", "lossy", ".png"]
 
 
 def case_one_channel_png(t):

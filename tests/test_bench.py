@@ -249,6 +249,7 @@ def test_folder_of_cases(tmp_path):
 def test_diligent_location_and_missing_message(tmp_path, monkeypatch):
     monkeypatch.delenv("FNIN_DILIGENT", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(bench.cases, "SHARED_DATA", tmp_path / "shared" / "data")
     assert bench.diligent_dir() == tmp_path / "cache" / "fnin" / "diligent"
     monkeypatch.setenv("FNIN_DILIGENT", str(tmp_path / "env"))
     assert bench.diligent_dir() == tmp_path / "env"
@@ -260,6 +261,23 @@ def test_diligent_location_and_missing_message(tmp_path, monkeypatch):
     assert "Fig7_diligent" in msg and "github.com/xucao-42/bilateral_normal_integration" in msg
     with pytest.raises(FninError, match="unknown benchmark"):
         resolve_cases(str(tmp_path / "nowhere"))
+
+
+def test_diligent_and_meshes_found_by_one_rule(tmp_path, monkeypatch):
+    # issue 51: bench diligent looked only in the cache while bench meshes found ../shared/data
+    monkeypatch.delenv("FNIN_DILIGENT", raising=False)
+    monkeypatch.delenv("FNIN_MESHES", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    shared = tmp_path / "shared" / "data"
+    monkeypatch.setattr(bench.cases, "SHARED_DATA", shared)
+    for name in ("diligent", "meshes"):
+        assert bench.data_dir(name) == tmp_path / "cache" / "fnin" / name
+        (shared / name).mkdir(parents=True)
+        assert bench.data_dir(name) == shared / name
+        monkeypatch.setenv(f"FNIN_{name.upper()}", str(tmp_path / "env"))
+        assert bench.data_dir(name) == tmp_path / "env"
+        assert bench.data_dir(name, tmp_path / "x") == tmp_path / "x"
+    assert bench.diligent_dir() == tmp_path / "env"
 
 
 # ------------------------------------------------------------------ CLI

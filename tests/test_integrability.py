@@ -255,6 +255,58 @@ def test_no_mask_background_is_not_part_of_the_check(background):
     assert check_decoding(bgr, 16, None, cam(True)).chosen.name == "ps/bgr"
 
 
+def _picture(seed, h=240, w=200):
+    """A colour 'photo' (8-bit): a shaded skin-coloured ellipse with texture on a smooth
+    coloured background, no normal map."""
+    rng = np.random.default_rng(seed)
+    v, u = np.mgrid[0:h, 0:w].astype(float)
+    bg = np.stack([0.3 + 0.2 * np.sin(u / 23.0), 0.35 + 0.1 * u / w, 0.5 + 0.2 * v / h], -1)
+    x, y = (u - w / 2) / (0.3 * w), (v - h / 2) / (0.35 * h)
+    r2 = x ** 2 + y ** 2
+    shade = np.clip(0.3 + 0.7 * (-0.4 * x - 0.5 * y + 0.75 * np.sqrt(np.clip(1 - r2, 0, 1))), 0, 1)
+    img = np.where((r2 < 1)[..., None], np.array([0.92, 0.7, 0.58]) * shade[..., None], bg)
+    img += rng.normal(0, 0.01, img.shape)
+    return np.round(np.clip(img, 0, 1) * 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_picture_without_a_mask_is_refused(seed):
+    """Regression (issue 51): a colour photo saved as a normal map, without a mask, became a
+    mesh (the domain is the pixels whose colours decode to near-unit vectors, and those
+    were enough to integrate). A picture's colours spread over the domain's length band; a
+    normal map's vectors sit at length 1."""
+    raw = _picture(seed)
+    with pytest.raises(FninError, match="does not look like a normal map.*mask") as exc:
+        check_decoding(raw, 8, None, Camera(), source="photo.png")
+    assert "\n" not in str(exc.value) and exc.value.check.unit_share < 0.9
+    chk = check_decoding(raw, 8, None, Camera(), mode="strict")      # a named convention: warned
+    assert "does not look like a normal map" in chk.warning and not chk.refused
+    # a normal map of the same size without a mask, 8-bit with a white background: kept
+    n, mask = surface_normals("blob", False)
+    code = encode_png(n, 8)
+    code[~mask] = 255
+    chk = check_decoding(code, 8, None, Camera(), mode="strict")
+    assert not chk.changed and chk.unit_share > 0.99
+
+
+@pytest.mark.parametrize("background", [0.5, 1.0, 0.0, np.nan])
+def test_half_float_map_without_a_mask_is_detected(background):
+    """Regression (issue 51): a float file holding (n + 1) / 2 with its background (grey
+    n = 0, white, black) and no mask was read as n itself: the given encoding's domain held
+    the grey background, so too few of its vectors were unit under 2x - 1."""
+    n, mask = surface_normals("blob", True)
+    half = ((from_internal(n, "ps") + 1) / 2).astype(np.float32)
+    half[~mask] = background
+    chk = check_decoding(half, None, None, cam(True))
+    assert chk.changed and chk.chosen.name == "ps/half" and chk.valid_pixels == mask.sum()
+    np.testing.assert_allclose(recovered(chk, half, None)[mask], n[mask], atol=1e-4)
+    # the same normals stored as n: kept, whatever the background
+    raw = from_internal(n, "ps").astype(np.float32)
+    raw[~mask] = background
+    chk = check_decoding(raw, None, None, cam(True), mode="strict")
+    assert not chk.changed and chk.chosen.name == "ps"
+
+
 def test_messages_name_the_option(blob):
     n, mask, c = blob
     raw, bd, *_ = _mis_encodings(n)["green-down"]

@@ -68,6 +68,22 @@ def test_status_shows_the_stages_on_a_terminal(tmp_path, monkeypatch):
     assert " s" in shown and "ok " in shown  # elapsed seconds, then the result line
 
 
+def test_bini_status_shows_its_iteration_cap(tmp_path, monkeypatch):
+    # issue 51: "solve (iteration 4)" said nothing of how long BiNI may run
+    from fnin_cli.batch.progress import stage_text
+    from fnin_cli.config import DEFAULT
+
+    assert stage_text("solve", 4, 150) == "solve (iteration 4, at most 150)"
+    assert stage_text("solve", 4) == "solve (iteration 4)"
+    from fnin_cli import pipeline
+
+    c = write_case(tmp_path / "in", seed=2, name="dome")
+    seen = []
+    pipeline.integrate(pipeline.load_input(c["normals"], mask=c["mask"], K=c["K"]), method="bini", refine=0,
+                       stage=lambda *a: seen.append(a))
+    assert ("solve", None, DEFAULT.solver.max_iter) in seen, seen
+
+
 def test_status_is_silent_with_quiet_or_without_a_terminal(tmp_path, monkeypatch):
     r, shown = _status_run(tmp_path / "a", monkeypatch, "--quiet")
     assert r.exit_code == 0 and shown == ""

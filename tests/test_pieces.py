@@ -23,11 +23,12 @@ def _cfg(**fields):
 
 
 # the default without the reattachment after its rounds
-NO_REATTACH = replace(DEFAULT, rounds=replace(DEFAULT.rounds, reattach_pixels=0))
+# (nor the grazing hold after it)
+NO_REATTACH = replace(DEFAULT, rounds=replace(DEFAULT.rounds, reattach_pixels=0, hold_grazing=None))
 # the rounds without the fold join, with and without the reattachment: a rim whose pixels
 # the rounds cut loose (with the join they stay joined, docs/decisions.md#fold-join)
 NO_FOLD = replace(DEFAULT, rounds=replace(DEFAULT.rounds, fold_cos=None))
-NO_FOLD_NO_REATTACH = replace(NO_FOLD, rounds=replace(NO_FOLD.rounds, reattach_pixels=0))
+NO_FOLD_NO_REATTACH = replace(NO_FOLD, rounds=replace(NO_FOLD.rounds, reattach_pixels=0, hold_grazing=None))
 
 
 def _rim_sphere():

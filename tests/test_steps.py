@@ -41,7 +41,7 @@ def test_the_default_placements_apply_after_fnin_without_a_prior_only():
     assert not Slivers().applies(Context(s, replace(DEFAULT, rounds=replace(DEFAULT.rounds, reattach_pixels=0)), edge))
     assert not Pins().applies(Context(s, DEFAULT, None, pins=((0, 0, 1.0),)))   # one pin: the scale alone
     assert Pins().applies(Context(s, DEFAULT, None, pins=((0, 0, 1.0), (0, 9, 2.0))))
-    assert [type(t) for t in AFTER_ROUNDS] == [Slivers, Occluders]
+    assert [type(t).__name__ for t in AFTER_ROUNDS] == ["Slivers", "Occluders", "Grazing"]
 
 
 def test_a_piece_one_step_moved_is_not_moved_by_the_next():

@@ -22,12 +22,12 @@ STATUS_DELAY = 1.0  # seconds before the status appears (tests set 0)
 
 
 def stage_text(name: str, step=None, total=None) -> str:
-    """'solve', 'solve (iteration 12)', 'refine round 2 of 5', ..."""
+    """'solve', 'solve (iteration 12)', 'solve (iteration 12, at most 150)', 'refine round 2 of 5', ..."""
     if name == "refine":
         step = step or 1  # step 0: the first round is running
         return f"refine round {step} of {total}" if total else f"refine round {step}"
     if step:
-        return f"{name} (iteration {step})"
+        return f"{name} (iteration {step}, at most {total})" if total else f"{name} (iteration {step})"
     return name
 
 

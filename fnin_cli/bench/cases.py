@@ -31,6 +31,8 @@ GT_KEY = "depth_gt"
 SYNTHETIC_SET = ((0, False), (9, False), (15, False), (24, False), (26, False), (27, False),
                  (0, True), (19, True))
 SYNTHETIC_SIZE = 256
+# the shared data folder next to the repository (../shared/data), the second place a benchmark looks
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 # ------------------------------------------------------------------ metric
@@ -270,12 +272,10 @@ def _mesh_view(case: "Case"):
 
 
 def mesh_cases(meshes_dir=None, size=None, views=None, frame=None, noise=None, noise_seed=None) -> list:
-    """The cases of ``fnin bench meshes`` (default folder: ``mesh_scenes.DEFAULT_MESH_DIR``;
+    """The cases of ``fnin bench meshes`` (folder: :func:`data_dir` of 'meshes';
     ``frame`` (W, H): the camera-size view, :mod:`.camera_views`; ``noise``/``noise_seed``:
     see :func:`mesh_view_set`)."""
-    from ..data.mesh_scenes import DEFAULT_MESH_DIR
-
-    folder = str(Path(meshes_dir).expanduser() if meshes_dir is not None else DEFAULT_MESH_DIR)
+    folder = str(data_dir("meshes", meshes_dir))
     frame = None if frame is None else tuple(int(v) for v in frame)
     if noise is not None:
         from ..data.real_like import NOISE_MODELS, SUITE
@@ -287,14 +287,25 @@ def mesh_cases(meshes_dir=None, size=None, views=None, frame=None, noise=None, n
             for name, _, _ in mesh_view_set(folder, size, views, frame, noise, noise_seed)]
 
 
-def diligent_dir(data=None) -> Path:
-    """The DiLiGenT folder: ``data``, else $FNIN_DILIGENT, else the user cache dir."""
-    if data is not None:
-        return Path(data).expanduser()
-    if os.environ.get("FNIN_DILIGENT"):
-        return Path(os.environ["FNIN_DILIGENT"]).expanduser()
+def data_dir(name: str, given=None) -> Path:
+    """A benchmark's data folder, one rule for ``diligent`` and ``meshes``: ``given``
+    (``--data``/``--meshes``), else ``$FNIN_DILIGENT``/``$FNIN_MESHES``, else
+    ``../shared/data/<name>`` next to the repository if it exists, else
+    ``$XDG_CACHE_HOME/fnin/<name>`` (default ``~/.cache/fnin/<name>``)."""
+    if given is not None:
+        return Path(given).expanduser()
+    env = os.environ.get(f"FNIN_{name.upper()}")
+    if env:
+        return Path(env).expanduser()
+    if (SHARED_DATA / name).is_dir():
+        return SHARED_DATA / name
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "fnin" / "diligent"
+    return cache / "fnin" / name
+
+
+def diligent_dir(data=None) -> Path:
+    """The DiLiGenT folder (:func:`data_dir` of 'diligent')."""
+    return data_dir("diligent", data)
 
 
 def synthetic_cases(seeds=SYNTHETIC_SET, size: int = SYNTHETIC_SIZE) -> list:

@@ -32,7 +32,8 @@ The cues (cheap: one pass over the image, the rest on a coarse grid)
    contour normals point out of the silhouette; flipping x and y together turns them in.
 5. Coherence: the fraction of horizontally neighbouring pixels whose normals are within
    20 degrees (a surface: most; random values: a few per cent).
-6. Unit length (float data): whether the file holds n or (n + 1) / 2.
+6. Unit length (float data): whether the file holds n or (n + 1) / 2; without a mask, the
+   share of the domain's vectors (length 1 +- ``DOMAIN_TOL``) within ``UNIT_TOL`` of 1.
 
 The decision
 ------------
@@ -43,6 +44,8 @@ and the sign of x times y; facing picks z; integrability picks the class; the ou
 perspective (a flipped pair is not equally integrable through a wide-angle lens) or the
 mistakes counted pick x and y within the class:
 
+- a picture: without a mask, fewer than ``UNIT_SHARE_MIN`` of the domain's vectors of
+  length 1 +- ``UNIT_TOL``: refused (with an explicit --convention: a warning), naming --mask;
 - noise: fewer than ``COHERENT_MIN`` coherent neighbours: refused (with an explicit
   --convention: a warning). A smooth random field is not refused: under white noise a
   gently curved surface scores like one (studies/decoding-real-maps/README.md);
@@ -100,6 +103,9 @@ SCALES = 3         # block sizes k, 2k, 4k
 SCALE_MIN_CELLS = 300  # a coarser scale counts only with at least this many cells
 UNIT_TOL = 0.1     # unit-length tolerance for the (n+1)/2 test
 DOMAIN_TOL = 0.25  # without a mask the domain is the vectors of length 1 +- this (as the loader's)
+# without a mask, fewer of the domain's vectors unit within UNIT_TOL: a picture (its colours fill
+# the band), not a normal map (maps >= 0.995, pictures <= 0.54: studies/real-maps)
+UNIT_SHARE_MIN = 0.9
 COHERENT_PAIRS = 100_000  # about this many neighbour pairs sampled for the coherence
 
 AXES = "xyz"
@@ -220,10 +226,11 @@ class DecodingCheck:
     ``chosen`` is the decoding to use (the given one unless ``changed``); ``scores`` maps
     each candidate's name to its integrability score (0 = integrable, 0.5 = noise, 1 = as
     far from integrable as a y-flipped field); ``facing_away``, ``outline`` (outward minus
-    inward fraction of the outline's normals, per candidate), ``unit_fraction`` and
-    ``coherent`` hold the other cues; ``ratio`` = best other class's score / the given
-    one's; ``confident`` says the data decide; ``refused`` says the data rule the map out
-    (noise, or two decodings they cannot tell apart) with ``refusal`` the one-line reason;
+    inward fraction of the outline's normals, per candidate), ``unit_fraction``,
+    ``coherent`` and ``unit_share`` (without a mask) hold the other cues; ``ratio`` = best
+    other class's score / the given one's; ``confident`` says the data decide; ``refused``
+    says the data rule the map out (noise, a picture, or two decodings they cannot tell
+    apart) with ``refusal`` the one-line reason;
     ``message`` explains a change (a warning), ``strict_message`` the error an explicit
     decoding gets, ``warning`` what an explicit decoding is told but not refused for.
     """
@@ -245,6 +252,7 @@ class DecodingCheck:
     refusal: str = ""
     warning: str = ""
     coherent: float = float("nan")
+    unit_share: float = 1.0
     outline_blocks: int = 0
     block: int = 1
     cells: int = 0
@@ -511,6 +519,16 @@ def _coherence(raw: np.ndarray, mask: np.ndarray, bd, decoding: "Decoding", vali
     return float(np.mean(cos >= np.cos(np.radians(COHERENT_DEG))))
 
 
+def _unit_share(raw: np.ndarray, mask: np.ndarray, bd, decoding: "Decoding", valid: int) -> float:
+    """Share of the vectors in ``mask`` (sampled: about 200 000) whose length under
+    ``decoding`` is within ``UNIT_TOL`` of 1. Signs and channel order do not change lengths."""
+    st = max(1, int(np.sqrt(valid / 200_000.0)))
+    vec = decode(raw[::st, ::st][mask[::st, ::st]], bd, decoding).astype(np.float64)
+    if not len(vec):
+        return 1.0
+    return float(np.mean(np.abs(np.linalg.norm(vec, axis=-1) - 1.0) <= UNIT_TOL))
+
+
 def _domain(raw: np.ndarray, bitdepth, decoding: "Decoding", tol: float) -> tuple[np.ndarray, np.ndarray]:
     """(finite and longer than 0.1, finite with length within 1 +- ``tol``) of the vectors
     under ``decoding``, a band of rows at a time (no full-size float array). Signs and
@@ -526,6 +544,28 @@ def _domain(raw: np.ndarray, bitdepth, decoding: "Decoding", tol: float) -> tupl
             nonzero[r:r + step] = np.isfinite(sq) & (sq > np.float32(0.01))
             unit[r:r + step] = (sq >= lo) & (sq <= hi)
     return nonzero, unit
+
+
+def _unit_fractions_unmasked(raw: np.ndarray) -> dict:
+    """{'raw': ..., 'half': ...}: the share of the pixels that hold a unit vector under
+    either float encoding that hold one under each (tolerance ``UNIT_TOL``; 'half' only
+    when every finite value lies in [0, 1]). Without a mask the pixels a map's encoding
+    cannot explain are its background, whatever its colour: a (n + 1) / 2 file's grey
+    (n = 0) or white background is no unit vector under 2x - 1 but may be one, or not,
+    under n itself, so the shares are taken over the union, not over the given encoding's
+    domain (which holds that background)."""
+    stride = max(1, int(np.sqrt(raw.shape[0] * raw.shape[1] / 200000.0)))
+    sub = raw[::stride, ::stride].reshape(-1, 3).astype(np.float64)
+    sub = sub[np.isfinite(sub).all(-1)]
+    if not sub.size:
+        return {"raw": 0.0, "half": 0.0}
+    in01 = float(sub.min()) >= -1e-3 and float(sub.max()) <= 1.0 + 1e-3
+    ok_raw = conventions.normalise(sub, UNIT_TOL)[1]
+    ok_half = conventions.normalise(2.0 * sub - 1.0, UNIT_TOL)[1] if in01 else np.zeros(len(sub), bool)
+    either = int(np.sum(ok_raw | ok_half))
+    if either == 0:
+        return {"raw": 0.0, "half": 0.0}
+    return {"raw": float(ok_raw.sum()) / either, "half": float(ok_half.sum()) / either}
 
 
 def _mistakes(d: Decoding, given: Decoding) -> int:
@@ -653,12 +693,15 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     enc = given.float_encoding
     half_detected = False
     if is_float:
-        stride = max(1, int(np.sqrt(valid / 50000.0)))
-        sub = raw[::stride, ::stride][mask[::stride, ::stride]].astype(np.float64)
-        sub = sub[np.isfinite(sub).all(-1)]
-        unit["raw"] = _unit_fraction(sub)
-        in01 = sub.size > 0 and float(sub.min()) >= -1e-3 and float(sub.max()) <= 1.0 + 1e-3
-        unit["half"] = _unit_fraction(2.0 * sub - 1.0) if in01 else 0.0
+        if user_mask:
+            stride = max(1, int(np.sqrt(valid / 50000.0)))
+            sub = raw[::stride, ::stride][mask[::stride, ::stride]].astype(np.float64)
+            sub = sub[np.isfinite(sub).all(-1)]
+            unit["raw"] = _unit_fraction(sub)
+            in01 = sub.size > 0 and float(sub.min()) >= -1e-3 and float(sub.max()) <= 1.0 + 1e-3
+            unit["half"] = _unit_fraction(2.0 * sub - 1.0) if in01 else 0.0
+        else:
+            unit.update(_unit_fractions_unmasked(raw))
         other = "half" if given.float_encoding == "raw" else "raw"
         if (unit[other] >= 0.9 and unit[given.float_encoding] <= 0.6
                 and unit[other] - unit[given.float_encoding] >= 0.3):
@@ -673,6 +716,8 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
                         valid_pixels=valid)
     if valid >= MIN_PIXELS:
         chk.coherent = _coherence(raw, mask, bd, base, valid)
+        if not user_mask:
+            chk.unit_share = _unit_share(raw, mask, bd, base, valid)
 
     # coarse grids shared by all candidates: block size k, 2k, 4k (noise averages out at
     # the coarser ones, fine detail survives at the finer one); a candidate's score is its
@@ -747,6 +792,14 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
         chk.reason = "noise"
         return refuse(f"normals look like noise: only {chk.coherent:.0%} of neighbouring normals are within "
                       f"{COHERENT_DEG:.0f} degrees of each other (a surface's map: most){_keep_hint(mode)}", False)
+    # a picture: without a mask the domain is the near-unit vectors, and a picture's colours
+    # fill that band where a normal map's vectors sit at length 1
+    if chk.unit_share < UNIT_SHARE_MIN:
+        chk.reason = "not unit length"
+        return refuse(f"this does not look like a normal map: without a mask, only {chk.unit_share:.0%} of the "
+                      f"{valid} pixels fnin would take as normals (length 1 +- {DOMAIN_TOL}) have length 1 +- "
+                      f"{UNIT_TOL} (a normal map's: nearly all; a picture's colours spread over the band); if it "
+                      f"is one, pass its --mask{_keep_hint(mode)}", False)
     if valid < MIN_PIXELS or chk.cells < MIN_CELLS:
         return _finish(chk, given, mode, source)
     # near-planar data: every sign/channel decoding of a constant normal is a plane, so

@@ -19,9 +19,11 @@ def bench(
                                  help="diligent, meshes (renders of --meshes' validation meshes), synthetic, "
                                       "or a folder of cases with depth_gt.npz"),
     data: Optional[Path] = typer.Option(None, "--data", help="DiLiGenT folder (default: $FNIN_DILIGENT, "
+                                        "else ../shared/data/diligent next to the repository if there, "
                                         "else ~/.cache/fnin/diligent)"),
     meshes: Optional[Path] = typer.Option(None, "--meshes", help="bench meshes: the mesh folder (default: "
-                                          "../shared/data/meshes next to the repository)"),
+                                          "$FNIN_MESHES, else ../shared/data/meshes next to the repository "
+                                          "if there, else ~/.cache/fnin/meshes)"),
     size: Optional[str] = typer.Option(None, "--size", help="bench meshes: one two-object perspective view at "
                                        "this WIDTHxHEIGHT (e.g. 6000x4000, camera size) instead of the 14 "
                                        "views; rendered once, cached in ~/.cache/fnin/renders"),

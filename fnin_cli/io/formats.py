@@ -27,6 +27,7 @@ from ..conventions import from_internal
 from ..errors import FninError
 from .depth import OFFSET_KEY, SCALE_KEY, png_text, to_steps, write_depth_png
 from .files import atomic_path, check_output
+from .layout import LOSSY_SUFFIXES
 from .pngfile import read_png
 from .pngfile import write_png as _write_png_file
 
@@ -59,8 +60,9 @@ def read_array(path, channels=None) -> tuple[np.ndarray, int | None]:
     try:
         fmt = BY_SUFFIX.get(suf)
         if fmt is None:
+            lossy = " (a lossy format: its compression changes the normals)" if suf in LOSSY_SUFFIXES else ""
             raise FninError(
-                f"unknown file type '{suf}'; use one of {', '.join(NORMAL_SUFFIXES)}", path
+                f"unknown file type '{suf}'{lossy}; use one of {', '.join(NORMAL_SUFFIXES)}", path
             )
         if channels is not None:
             if suf != ".exr":

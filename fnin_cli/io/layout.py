@@ -15,6 +15,8 @@ FOLDER_MASKS = ("mask.png", "mask.npy", "mask.exr")
 FOLDER_K = "K.txt"
 FOLDER_PRIORS = ("depth_prior.npy", "depth_prior.exr", "depth_prior.tif", "depth_prior.tiff", "depth_prior.png",
                  "depth_prior.csv")
+# suffixes of lossy image files: their compression changes the colours, hence the normals
+LOSSY_SUFFIXES = (".jpg", ".jpeg", ".webp", ".avif", ".heic")
 FOLDER_FILES = FOLDER_NORMALS + FOLDER_MASKS + (FOLDER_K,) + FOLDER_PRIORS   # everything a folder input may read
 
 
@@ -28,8 +30,28 @@ def find_in_folder(folder: Path):
     """
     normals = next((folder / n for n in FOLDER_NORMALS if (folder / n).exists()), None)
     if normals is None:
-        raise FninError(f"folder has no {' / '.join(FOLDER_NORMALS[:3])}", folder)
+        raise FninError(_no_normals(folder), folder)
     return (normals, *_mask_and_K(folder))
+
+
+def _no_normals(folder: Path) -> str:
+    """The one-line reason a folder holds no readable normal map, naming a ``normal_map.*``
+    or ``normal.*`` file it does hold and why that one is refused."""
+    wanted = "normal_map.png / .exr / .npy / .tif"
+    stems = {Path(n).stem for n in FOLDER_NORMALS}
+    try:
+        found = sorted(p for p in folder.iterdir() if p.stem in stems and p.is_file())
+    except OSError:
+        found = []
+    if not found:
+        return f"folder has no {wanted}"
+    name, suf = found[0].name, found[0].suffix.lower()
+    if suf in LOSSY_SUFFIXES:
+        why = (f"holds {name}, a lossy format (its compression changes the normals): save the map as "
+               f".png (8/16-bit) or .tif, or .exr/.npy for floats")
+    else:
+        why = f"holds {name}, a type fnin does not read: save the map as .png, .tif, .exr or .npy"
+    return f"folder has no {wanted}; it {why}"
 
 
 def in_layout(path) -> bool:

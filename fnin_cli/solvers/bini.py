@@ -57,6 +57,8 @@ def run_bini(system: NormalSystem, inp, args: RunArgs) -> MethodOutput:
     """The registry's ``bini``: BiNI from 0 (or from the depth prior's level, where a constant
     changes no weight), the run's anchor and depth prior in every iteration."""
     s = args.config.solver
+    if args.stage is not None:   # the progress shows BiNI's iteration out of its cap
+        args.stage("solve", None, s.max_iter)
     start = args.prior_level()
     objective = args.objective(system, BilateralWeights(float(s.k)), start)
     r = minimise(objective, np.zeros(system.n) if start is None else start,

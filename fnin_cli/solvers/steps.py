@@ -10,7 +10,8 @@ moved is not moved again.
 - before the rounds (:data:`BEFORE_ROUNDS`, on Stage II's pieces): :class:`Bridges`, then
   :class:`Creases` (:mod:`fnin_cli.solvers.placement`);
 - after the rounds (:data:`AFTER_ROUNDS`, on the rounds' pieces): :class:`Slivers`
-  (:func:`~fnin_cli.solvers.pieces.reattach_slivers`), then :class:`Occluders`;
+  (:func:`~fnin_cli.solvers.pieces.reattach_slivers`), :class:`Occluders`, then
+  :class:`Grazing` (:func:`~fnin_cli.solvers.grazing.hold_grazing`);
 - at the end (:func:`fnin_cli.pipeline.finish`): :class:`Pins` (``--depth-at``).
 """
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from ..config import IntegrationConfig
 from ..errors import FninError
+from .grazing import hold_grazing
 from .pieces import Pieces, pin_pieces, reattach_slivers
 from .placement import BEHIND, place_at_creases, place_behind_occluders, place_by_bridges
 from .system import NormalSystem
@@ -155,6 +157,22 @@ class Occluders:
         return z, Done(moved, placed={k: BEHIND for k, _, _ in moved})
 
 
+class Grazing:
+    """Last after the rounds: a silhouette pixel placed by nothing but grazing normals is held
+    where its neighbours' normals put it (:func:`~fnin_cli.solvers.grazing.hold_grazing`,
+    ``RoundsConfig.hold_grazing``), so that every placement reads the rounds' own z."""
+
+    name = "grazing"
+
+    def applies(self, ctx: Context) -> bool:
+        return ctx.edge_p is not None and bool(ctx.config.rounds.hold_grazing)
+
+    def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
+        c = pieces.config
+        z, _ = hold_grazing(ctx.system, z, pieces.weights, ctx.config.rounds.hold_grazing, c.cut_weight, c.trust_floor)
+        return z, Done()
+
+
 class Pins:
     """Each piece holding a ``--depth-at`` pixel is shifted so that the pixel has its depth
     (:func:`~fnin_cli.solvers.pieces.pin_pieces`); the first pin shifts the whole map first."""
@@ -178,7 +196,7 @@ class Pins:
 
 
 BEFORE_ROUNDS = (Bridges(), Creases())
-AFTER_ROUNDS = (Slivers(), Occluders())
+AFTER_ROUNDS = (Slivers(), Occluders(), Grazing())
 
 
 def run_steps(steps, z: np.ndarray, pieces: Pieces, ctx: Context) -> tuple:
