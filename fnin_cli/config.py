@@ -168,13 +168,16 @@ class PiecesConfig:
 class PriorConfig:
     """How a depth prior's term (fnin_cli.priors) trusts it."""
 
-    # the term's robust loss: "cauchy", "huber", "tukey", or None (a plain quadratic: a wrong
-    # patch pulls the whole surface); Huber's keeps every object's pull where sigma is
-    # estimated, the others lost whole objects (docs/decisions.md#robust-prior)
-    loss: str | None = "huber"
-    # the loss's scale in sigmas of the prior's noise: the textbook constants of 95% efficiency
-    # on Gaussian noise (cauchy 2.385, huber 1.345, tukey 4.685) (docs/decisions.md#robust-prior)
-    loss_scale: float = 1.345
+    # the term's robust loss where the prior's sigma is given: "cauchy", "huber", "tukey", or
+    # None (a plain quadratic: a wrong patch pulls the whole surface), at this scale in sigmas
+    # (the textbook constants of 95% efficiency: cauchy 2.385, huber 1.345, tukey 4.685); a
+    # redescending loss rejects where the scale is known (docs/decisions.md#robust-prior)
+    loss: str | None = "cauchy"
+    loss_scale: float = 2.385
+    # where sigma is estimated, a monotone loss: a redescending one with an estimated scale
+    # lost whole objects on renders (docs/decisions.md#robust-prior)
+    estimated_loss: str | None = "huber"
+    estimated_scale: float = 1.345
     # the residuals' smooth field, which the normals' own error makes and the prior corrects,
     # is taken over this fraction of the object's size (square root of its pixels): twice the
     # radius of a wrong patch of 5% of it (docs/decisions.md#robust-prior)

@@ -123,7 +123,8 @@ class RobustPrior:
         # a map over-determines the surface (every pixel has a normal and a depth) and a wrong
         # place in it stands out of its neighbours; points do not overlap, and each one may be
         # the only evidence that places its region: they are all kept
-        self.loss, self.k = (c.loss if prior.block != 0 else None), float(c.loss_scale)
+        loss, k = (c.loss, c.loss_scale) if prior.sigma_given else (c.estimated_loss, c.estimated_scale)
+        self.loss, self.k = (loss if prior.block != 0 else None), float(k)
         self.estimate = not prior.sigma_given
         self.floor = float(c.estimate_floor)
         self.scale = 1.0                  # sigma / the prior's stated (or start) sigma

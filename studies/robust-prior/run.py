@@ -24,13 +24,18 @@ from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads  
 
 CANDIDATES = {"quadratic": (None, 1.0), "cauchy": ("cauchy", 2.385), "huber": ("huber", 1.345),
-              "tukey": ("tukey", 4.685)}
+              "tukey": ("tukey", 4.685),
+              # written after run 2: Cauchy where sigma is given, Huber where it is estimated
+              "cauchy-given": (("cauchy", 2.385), ("huber", 1.345))}
 PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma")
 
 
 def config_of(name: str):
-    loss, scale = CANDIDATES[name]
-    return replace(DEFAULT, prior=replace(DEFAULT.prior, loss=loss, loss_scale=scale))
+    """The candidate's configuration: one loss for every prior, or (given, estimated) pairs."""
+    c = CANDIDATES[name]
+    given, estimated = c if isinstance(c[0], tuple) else (c, c)
+    return replace(DEFAULT, prior=replace(DEFAULT.prior, loss=given[0], loss_scale=given[1],
+                                          estimated_loss=estimated[0], estimated_scale=estimated[1]))
 
 
 def main(argv=None) -> int:
