@@ -152,7 +152,10 @@ def test_cli_writes_where_the_prior_was_trusted_and_json_says_how_much_was_let_g
     assert r.exit_code == 0, r.output
     t = np.load(tmp_path / "trust.npy")
     assert np.nanmedian(t[wrong]) < 0.1 and np.nanmedian(t[inp.mask & ~wrong]) > 0.9
-    assert '"rejected"' in r.stdout and "were not trusted" not in r.stdout
+    import json
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    assert rec["prior_rejected"] == pytest.approx(wrong.sum() / inp.mask.sum(), abs=0.03)
+    assert rec["prior_sigma"] == pytest.approx(0.02 * span) and rec["prior_residual"]["sigma_estimated"] is False
     # no prior: --prior-weights has nothing to write, one line and exit 1, nothing written
     r = invoke(["integrate", str(folder), "-o", str(tmp_path / "p.ply"), "--prior-weights",
                 str(tmp_path / "t2.npy")])

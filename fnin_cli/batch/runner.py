@@ -323,6 +323,9 @@ def _integrate_and_write(job: Job, options: Options, rec: dict, workers: int, st
     rec["loose_pieces"] = res.loose_pieces
     if res.prior_residual is not None:
         rec["prior_residual"] = res.prior_residual
+        # the share of the prior's measurements not trusted, and the sigma used (estimated where not given)
+        rec["prior_rejected"] = res.prior_residual.get("rejected")
+        rec["prior_sigma"] = res.prior_residual.get("sigma")
 
     t = time.perf_counter()
     write_outputs(job.outputs, inp, res, options, rec, status)
@@ -463,10 +466,10 @@ def run_jobs(jobs: list[Job], options: Options, workers: int = 1, on_record=None
 
 def record_json(rec: dict) -> dict:
     """The record as printed by --json (no traceback; stable key order; ``downsample`` and
-    ``input_shape`` (the map's own size) only with --downsample; ``prior_source`` and
-    ``prior_residual`` only with a depth prior)."""
+    ``input_shape`` (the map's own size) only with --downsample; ``prior_source``,
+    ``prior_residual``, ``prior_rejected`` and ``prior_sigma`` only with a depth prior)."""
     keys = ("input", "status", "error", "outputs", "method", "refine", "iterations", "camera", "shape", "pixels",
             "seconds", "scale_note", "warnings", "peak_rss_mb", "convention", "mask_source", "camera_source",
             "config", "loose_pieces")
-    optional = ("downsample", "input_shape", "prior_source", "prior_residual")
+    optional = ("downsample", "input_shape", "prior_source", "prior_residual", "prior_rejected", "prior_sigma")
     return {k: rec.get(k) for k in keys} | {k: rec[k] for k in optional if k in rec}
