@@ -66,7 +66,7 @@ class RobustPrior:
     loss's weight (:func:`trust`) of its residual r = mean over the measurement of
     (z - target) less the residuals' smooth field there (:func:`smooth_field`, over
     ``config.smooth_scale`` of the object's size, each residual weighted by its trust), in
-    units of the loss's scale times sigma. The normals' own error is smooth over the object
+    units of ``config.loss_scale`` sigma. The normals' own error is smooth over the object
     and the field takes it up (a right prior is trusted where it corrects it); a wrong
     place (a sensor's flying pixels, an outlier patch, a body model's hand) is a local step
     in the residuals that stands out of the field, and is let go: the normals carry the
@@ -153,6 +153,7 @@ class RobustPrior:
         own: a step in the residuals where the normals are cut is the normals' ignorance
         (the prior places the piece), not the prior's error."""
         r = self.residual(z)
+        first = _first_of(self.measurement, r.size)
         if self.estimate:
             self.estimate = False
             i, j = self.pairs
@@ -162,7 +163,10 @@ class RobustPrior:
             self.pairs = None
         if self.loss is not None:
             dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, self._pieces(weights))
-            self.weights = trust(dev / (self.k * self.scale), self.loss)
+            # the spread of the deviations: the prior's sigma, or wider where the normals'
+            # error is rough between sparse measurements
+            spread = 1.4826 * float(np.median(np.abs(dev[first]))) if first.size else 0.0
+            self.weights = trust(dev / (self.k * max(self.scale, spread)), self.loss)
 
     def _pieces(self, weights: dict | None):
         """Each prior pixel's piece under ``weights`` (mutual cuts), cut also along every
