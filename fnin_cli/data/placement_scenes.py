@@ -1,5 +1,5 @@
 """Scenes whose pieces the normals cannot place, with their truth, and the measures of
-where an integrator put them (issue 49: placing the pieces cut apart by jumps).
+where an integrator put them (studies/placement-scenes: placing the pieces cut apart by jumps).
 
 - :func:`vase_scene`: a body of revolution (a vase: a foot, a belly, a neck, a lip) in
   front of a flat wall that faces the camera, the whole image masked. The body is closed
@@ -39,8 +39,8 @@ from .analytic import normals_from_gradient, pixel_grid
 # (it is grazing), so the normals cannot order the two closer than that.
 LEVEL_FOOTPRINTS = 1.0
 # a fold column "jumps" when its step across the fold is off the truth's by more than
-# this many units (pixel footprints: the stripes scene has pixel size 1); issue 49's
-# done-when threshold
+# this many units (pixel footprints: the stripes scene has pixel size 1): a stripe that
+# no longer meets the floor
 FOLD_JUMP_UNITS = 2.0
 _BISECT = 60            # bisection steps: the bracket shrinks below float64 resolution
 _SAMPLES = 256          # samples along each ray (0.15 units apart here) to bracket the nearest root
