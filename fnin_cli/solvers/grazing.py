@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import DEFAULT
-from .pieces import _weighted_medians
+from .pieces import weighted_medians
 from .system import NormalSystem
 
 _P = DEFAULT.pieces
@@ -125,7 +125,7 @@ def hold_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: fl
         if not ready.any():
             break
         row, col = np.nonzero(ok & ready[:, None])
-        done, value = _weighted_medians(todo[row], z[nb[row, col]] + step[row, col], trust[row, col])
+        done, value = weighted_medians(todo[row], z[nb[row, col]] + step[row, col], trust[row, col])
         z[done] = value
         reliable[done] = True
         held += len(done)

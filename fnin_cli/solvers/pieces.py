@@ -188,7 +188,7 @@ def _boundary_edges(system: NormalSystem, labels: np.ndarray, small: np.ndarray,
     return tuple(np.concatenate(x) for x in (pin, pout, off, weight))
 
 
-def _weighted_medians(lab: np.ndarray, values: np.ndarray, weight: np.ndarray) -> tuple:
+def weighted_medians(lab: np.ndarray, values: np.ndarray, weight: np.ndarray) -> tuple:
     """(the labels present, per label the weighted median of its ``values``): the first
     value, in increasing order, at which the label's cumulative ``weight`` reaches half its
     total; always one of the values, never the midpoint of two."""
@@ -203,14 +203,14 @@ def _weighted_medians(lab: np.ndarray, values: np.ndarray, weight: np.ndarray) -
 
 
 def weighted_median(values: np.ndarray, weight: np.ndarray) -> float:
-    """The weighted median of ``values`` (:func:`_weighted_medians` of one label).
+    """The weighted median of ``values`` (:func:`weighted_medians` of one label).
 
     Examples
     --------
     >>> weighted_median(np.array([3.0, 1.0, 2.0]), np.array([1.0, 1.0, 5.0]))
     2.0
     """
-    return float(_weighted_medians(np.zeros(len(values), np.int64), values, weight)[1][0])
+    return float(weighted_medians(np.zeros(len(values), np.int64), values, weight)[1][0])
 
 
 def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
@@ -265,7 +265,7 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
         use = waiting[lab_in] & placed[labels[pout]]
         if not use.any():
             use = waiting[lab_in]
-        done, shift = _weighted_medians(lab_in[use], z[pout[use]] + off[use] - z[pin[use]], weight[use])
+        done, shift = weighted_medians(lab_in[use], z[pout[use]] + off[use] - z[pin[use]], weight[use])
         delta = np.zeros(n_raw)
         delta[done] = shift
         z[members] += delta[labels[members]]
