@@ -160,3 +160,21 @@ def test_the_cli_mesh_has_no_floating_vertex(tmp_path):
     assert 0 < (~used).sum() and ply["vertex"].count == used.sum()
     xyz = np.stack([ply["vertex"].data[k] for k in "xyz"], -1)
     np.testing.assert_array_equal(xyz, every.vertices[used].astype(np.float32))
+
+
+def test_a_grazing_pixel_with_no_neighbour_to_place_it_raises_no_numpy_warning():
+    """Regression: an all-NaN row of neighbour predictions printed numpy's 'All-NaN slice'
+    RuntimeWarning on a user's terminal (bench meshes)."""
+    import warnings
+
+    from fnin_cli.camera import Camera
+    from fnin_cli.solvers.grazing import hold_grazing
+    from fnin_cli.solvers.system import NormalSystem
+
+    n = np.dstack([np.zeros((1, 3, 1)), np.full((1, 3, 1), -0.999), np.full((1, 3, 1), -0.04)])
+    s = NormalSystem(n / np.linalg.norm(n, axis=2, keepdims=True), np.ones((1, 3), bool), Camera(None, 1.0))
+    w = {d: np.zeros(3) for d in ("u+", "u-", "v+", "v-")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        z, held = hold_grazing(s, np.array([0.0, 5.0, 0.0]), w, 0.1)
+    assert held == 0 and z.tolist() == [0.0, 5.0, 0.0]

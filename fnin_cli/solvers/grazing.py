@@ -11,6 +11,8 @@ docs/decisions.md#hold-grazing).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..config import DEFAULT
@@ -93,7 +95,8 @@ def hold_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: fl
     unsure = np.zeros(system.n, bool)
     unsure[todo[~vouched]] = True
     where = np.where((nb >= 0) & ~unsure[safe], z[safe] + step, np.nan)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # all-NaN: no neighbour to say where (not inside)
         inside = (z[todo] >= np.nanmin(where, axis=1)) & (z[todo] <= np.nanmax(where, axis=1))
     keep = ~vouched & ~inside
     todo, nb, trust, step = todo[keep], nb[keep], trust[keep], step[keep]
