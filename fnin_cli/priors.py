@@ -230,8 +230,8 @@ def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, sca
     """The smooth field of residuals ``r`` (at pixels ``rc``, each weighted by ``weight``)
     at those pixels: a normalised Gaussian of standard deviation ``scale`` pixels within
     each ``piece`` (None: one piece; -1: a pixel that is its own field), computed on a grid
-    of cells of a quarter of ``scale`` (bilinear back to the pixels), so its cost does not
-    grow with the map's size.
+    of cells of a quarter of ``scale`` (bilinear back to the pixels), every piece's grid in one
+    filter, so its cost does not grow with the map's size nor much with the pieces.
 
     Examples
     --------
@@ -250,22 +250,34 @@ def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, sca
     >>> bool(np.allclose(f, np.where(piece == 1, 9.0, 0.0)))
     True
     """
-    from scipy.ndimage import gaussian_filter, map_coordinates   # here: `fnin --help` need not load scipy
+    from scipy.ndimage import gaussian_filter   # here: `fnin --help` need not load scipy
 
     out = r.astype(np.float64, copy=True)          # a pixel that is its own field
+    group = np.zeros(r.size, np.int64) if piece is None else np.unique(piece, return_inverse=True)[1]
+    if piece is not None and (piece < 0).any():
+        group = np.where(piece >= 0, group - 1, -1)      # -1 sorts first: the pieces from 0
+    on = group >= 0
+    if not on.any():
+        return out
+    n_groups = int(group.max()) + 1
     cell = max(1, int(scale // 4))
     gh, gw = shape[0] // cell + 1, shape[1] // cell + 1
-    s = scale / cell
-    groups = [np.arange(r.size)] if piece is None else [np.flatnonzero(piece == k) for k in np.unique(piece[piece >= 0])]
-    for at_ in groups:
-        rr, cc = rc[0][at_], rc[1][at_]
-        at = (rr // cell) * gw + cc // cell
-        num = np.bincount(at, weight[at_] * r[at_], gh * gw).reshape(gh, gw)
-        den = np.bincount(at, weight[at_], gh * gw).reshape(gh, gw)
-        num, den = gaussian_filter(num, s, mode="constant"), gaussian_filter(den, s, mode="constant")
-        field = np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12 * max(float(den.max()), 1e-300))
-        coords = np.stack([(rr + 0.5) / cell - 0.5, (cc + 0.5) / cell - 0.5])
-        out[at_] = map_coordinates(field, coords, order=1, mode="nearest")
+    rr, cc, g = rc[0][on], rc[1][on], group[on]
+    at = (g * gh + rr // cell) * gw + cc // cell
+    size = n_groups * gh * gw
+    num = np.bincount(at, weight[on] * r[on], size).reshape(n_groups, gh, gw)
+    den = np.bincount(at, weight[on], size).reshape(n_groups, gh, gw)
+    s = (0.0, scale / cell, scale / cell)          # every piece's grid at once, none into another
+    num, den = gaussian_filter(num, s, mode="constant"), gaussian_filter(den, s, mode="constant")
+    field = np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12 * max(float(den.max()), 1e-300))
+    # bilinear back to the pixels (cell centres; beyond the outer centres, the nearest)
+    y = np.clip((rr + 0.5) / cell - 0.5, 0.0, gh - 1.0)
+    x = np.clip((cc + 0.5) / cell - 0.5, 0.0, gw - 1.0)
+    y0, x0 = np.minimum(y.astype(np.int64), gh - 2 if gh > 1 else 0), np.minimum(x.astype(np.int64), gw - 2 if gw > 1 else 0)
+    fy, fx = y - y0, x - x0
+    y1, x1 = np.minimum(y0 + 1, gh - 1), np.minimum(x0 + 1, gw - 1)
+    out[on] = ((1 - fy) * ((1 - fx) * field[g, y0, x0] + fx * field[g, y0, x1])
+               + fy * ((1 - fx) * field[g, y1, x0] + fx * field[g, y1, x1]))
     return out
 
 
