@@ -120,10 +120,10 @@ def integrate_cmd(
                                               "header row,col,depth (pixel row, column, depth); '{stem}_prior.npy' "
                                               "per input; the result is then in its units"),
     prior_sigma: Optional[float] = typer.Option(None, "--prior-sigma", help="the depth prior's noise (standard "
-                                                "deviation, its units; default 1% of its median depth)"),
+                                                "deviation, its units; default: estimated from the data, reported as prior_sigma)"),
     prior_kind: str = typer.Option("absolute", "--prior-kind", help="absolute; relative (known up to an "
                                    "affine map of depth, as monocular networks give: fitted, then fused); or "
-                                   "disparity (inverse depth up to an affine map: read and checked, not yet fused)"),
+                                   "disparity (inverse depth up to an affine map a/z + b, perspective maps: fitted, then fused)"),
     colors: bool = typer.Option(True, "--colors/--no-colors", help="mesh vertex colours from the normals"),
     mesh_axes: Optional[str] = typer.Option(
         None, "--mesh-axes", metavar="opencv|opengl", help="axes of .ply/.obj/.stl meshes: opencv (default: the "
