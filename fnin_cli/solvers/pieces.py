@@ -324,13 +324,15 @@ def unplaced_note(found: list, n: int) -> str | None:
     --------
     >>> unplaced_note([{"pixels": 300, "pixel": [4, 7], "placed": "by the method"}], 1000)[:55]
     '1 piece (30% of the pixels; the largest 300 px at row 4'
+    >>> unplaced_note([{"pixels": 80, "pixel": [4, 7], "placed": "by the method"}], 29355)[:28]
+    '1 piece (0.3% of the pixels;'
     """
     free = [p for p in found if not p["placed"].startswith(("pinned", "depth prior"))]
     if not free:
         return None
     share = sum(p["pixels"] for p in free) / n
     r, c = free[0]["pixel"]
-    return (f"{len(free)} piece{'s' if len(free) > 1 else ''} ({share:.0%} of the pixels; the largest "
+    return (f"{len(free)} piece{'s' if len(free) > 1 else ''} ({share:.{0 if share >= 0.01 else 1}%} of the pixels; the largest "
             f"{free[0]['pixels']:,} px at row {r}, col {c}) cut off by jumps: the normals cannot say how far "
             "{0} from the rest, so that depth is a guess; --depth-at ROW,COL,DEPTH pins one, --depth-prior FILE "
             "places all".format("it lies" if len(free) == 1 else "they lie"))
