@@ -212,8 +212,7 @@ def the_rounds(run: "MethodRun", start, terms, notes: list, progress=None, stage
     rounds = run_rounds(run.system, start, run.out.edge_p, terms, run.config, run.rounds, run.out.backend,
                         run.hierarchy, progress)
     rounds.notes[:0] = notes
-    if run.hierarchy is not None and not (run.prior is not None and run.prior.fuses):
-        run.hierarchy.drop()        # its memory serves what follows (docs/results.md#camera-size-maps-issue-30)
+    run.release_hierarchy()
     return rounds
 
 
@@ -237,6 +236,12 @@ class MethodRun:
     def lam(self) -> float:
         """The anchor's weight in the system's units."""
         return self.args.lam
+
+    def release_hierarchy(self) -> None:
+        """After the rounds: let the AMG hierarchy go unless a prior's fuse solves with it; its
+        memory serves what follows (docs/results.md#camera-size-maps-issue-30)."""
+        if self.hierarchy is not None and not (self.prior is not None and self.prior.fuses):
+            self.hierarchy.drop()
 
     def context(self, pins=()):
         """What the placement steps read (:class:`~fnin_cli.solvers.steps.Context`)."""
@@ -312,23 +317,13 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
     z, pinned = run_steps((Pins(),), z, pieces, ctx)
     placed_by.update(pinned.placed)
     zimg = system.to_image(z)
-    pin0 = pins[0] if pins else None
-    if kind is not None:
-        depth, note = kind.to_depth(zimg, inp.camera, inp.mask, mean_depth, pin0)
-    else:
-        depth, note = fix_scale(zimg, inp.camera, inp.mask, mean_depth, pin0)
+    to_depth = fix_scale if kind is None else kind.to_depth
+    depth, note = to_depth(zimg, inp.camera, inp.mask, mean_depth, pins[0] if pins else None)
     residual = disagree_map = prior_pixels = trust = None
     if kind is not None:
-        fitted, more = kind.in_result(fitted, depth, zimg, inp)
+        more, residual, said, disagree_map, prior_pixels, trust = _prior_outputs(kind, fitted, depth, zimg, inp)
         note += more
-        residual, disagree = prior_report(fitted, depth, inp.mask, inp.camera, inp.normals)
-        robust, rejected, trust = kind.report(inp.mask)
-        residual.update(robust)
-        notes += rejected + disagree
-        on = fitted.valid & inp.mask
-        disagree_map = np.zeros(inp.mask.shape, bool)
-        disagree_map[on] = np.abs(depth[on] - fitted.depth[on]) > OUTLIER_SIGMAS * fitted.sigma
-        prior_pixels = on[inp.mask]
+        notes += said
     placed = f"by the weak links across its cuts ({run.method}{' and its rounds' if refined else ''})"
     seconds["total"] = time.perf_counter() - run.t0
     warnings = list(inp.warnings) + [for_caller(n) for n in notes]
@@ -348,6 +343,20 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         res.warnings.append(for_caller(free))
         warn([free])
     return res
+
+
+def _prior_outputs(kind, fitted, depth: np.ndarray, zimg: np.ndarray, inp: Input) -> tuple:
+    """What a result says about its depth prior: (the scale note's addition, ``prior_residual``
+    for ``--json``, warnings, the (H, W) map of prior pixels beyond OUTLIER_SIGMAS sigma, the
+    prior's pixels over the mask, the (H, W) trust)."""
+    fitted, more = kind.in_result(fitted, depth, zimg, inp)
+    residual, disagree = prior_report(fitted, depth, inp.mask, inp.camera, inp.normals)
+    robust, rejected, trust = kind.report(inp.mask)
+    residual.update(robust)
+    on = fitted.valid & inp.mask
+    disagree_map = np.zeros(inp.mask.shape, bool)
+    disagree_map[on] = np.abs(depth[on] - fitted.depth[on]) > OUTLIER_SIGMAS * fitted.sigma
+    return more, residual, rejected + disagree, disagree_map, on[inp.mask], trust
 
 
 def with_overrides(config: IntegrationConfig, bini_k: float | None = None, lam: float | None = None,

@@ -104,7 +104,8 @@ class RobustPrior:
         mask = system.mask
         base = prior.term(mask, system.camera)
         self.system, self.cut = system, float(config.pieces.cut_weight)
-        self.grazing = config.rounds.occlusion_cos if config.rounds.occlusion_cos is not None else 0.3
+        # the occluding contours, from the normals alone: computed once
+        self.contour = None if config.rounds.occlusion_cos is None else occluding_edges(system, config.rounds.occlusion_cos)
         self.min_pixels = int(config.pieces.min_pixels)
         self.n = base.target.shape[0]
         self.has = np.flatnonzero(base.weight > 0)
@@ -174,7 +175,7 @@ class RobustPrior:
         (-1); None without weights."""
         if weights is None:
             return None
-        labels, sizes, _ = cut_pieces(self.system, occluding_cut(self.system, weights, self.grazing), self.cut,
+        labels, sizes, _ = cut_pieces(self.system, occluding_cut(self.system, weights, self.contour), self.cut,
                                       mutual=True)
         piece = labels[self.has]
         return np.where(sizes[piece] >= self.min_pixels, piece, -1)
@@ -209,17 +210,24 @@ def _measurements(prior: DepthPrior, mask: np.ndarray, has: np.ndarray):
     return np.unique(key, return_inverse=True)[1]
 
 
-def occluding_cut(system, weights: dict, cos_min: float) -> dict:
-    """``weights`` with both of an edge's weights 0 where it runs along an occluding contour:
-    one pixel's normal within ``cos_min`` of grazing, the other's not. The normals say nothing
-    of the step there (an object in front of another), so the depth prior's step is evidence,
-    not an error (studies/robust-prior)."""
+def occluding_edges(system, cos_min: float) -> tuple:
+    """(horizontal, vertical) booleans over the system's edges: True where an occluding
+    contour runs, one pixel's normal within ``cos_min`` of grazing and the other's not. The
+    normals say nothing of the step there (an object in front of another), so a depth
+    prior's step there is evidence, not an error (studies/robust-prior)."""
     from .solvers.steps import view_cosine
 
     c = view_cosine(system) >= cos_min
+    return c[system.hp] != c[system.hq], c[system.vp] != c[system.vq]
+
+
+def occluding_cut(system, weights: dict, contour: tuple | None) -> dict:
+    """``weights`` with both of an edge's weights 0 along the occluding ``contour``
+    (:func:`occluding_edges`; None: ``weights`` as they are)."""
+    if contour is None:
+        return weights
     out = {d: np.array(w, np.float64, copy=True) for d, w in weights.items()}
-    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
-        edge = c[p] != c[q]
+    for axis, p, q, edge in (("u", system.hp, system.hq, contour[0]), ("v", system.vp, system.vq, contour[1])):
         out[axis + "+"][p[edge]] = 0.0
         out[axis + "-"][q[edge]] = 0.0
     return out
@@ -319,23 +327,12 @@ def _first_of(measurement, size: int) -> np.ndarray:
 # ------------------------------------------------------------------ the kinds
 
 
-class AbsolutePrior:
-    """Metric depth: a robust data term of every solve (:class:`RobustPrior`), and the
-    result's scale or offset."""
-
-    fuses = False       # no solve after the rounds
+class _Kind:
+    """What every kind shares: its prior, the run's configuration, its robust term once made."""
 
     def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
         self.prior, self.config = prior, config
         self.robust = None
-
-    def term(self, system):
-        self.robust = RobustPrior(self.prior, system, self.config)
-        return self.robust
-
-    def fuse(self, run, z: np.ndarray, pieces) -> tuple:
-        """z as it is, and the prior with the sigma the run used (estimated where not given)."""
-        return z, replace(self.prior, sigma=self.robust.sigma)
 
     def report(self, mask: np.ndarray) -> tuple:
         """({"rejected", "sigma_estimated"} for ``--json``, warnings, the (H, W) trust image)."""
@@ -347,6 +344,21 @@ class AbsolutePrior:
                          "they were not trusted (--prior-weights FILE writes where it was)")
         return out, notes, t.trusted(mask)
 
+
+class AbsolutePrior(_Kind):
+    """Metric depth: a robust data term of every solve (:class:`RobustPrior`), and the
+    result's scale or offset."""
+
+    fuses = False       # no solve after the rounds
+
+    def term(self, system):
+        self.robust = RobustPrior(self.prior, system, self.config)
+        return self.robust
+
+    def fuse(self, run, z: np.ndarray, pieces) -> tuple:
+        """z as it is, and the prior with the sigma the run used (estimated where not given)."""
+        return z, replace(self.prior, sigma=self.robust.sigma)
+
     def to_depth(self, zimg: np.ndarray, camera, mask: np.ndarray, mean_depth=None, pin=None) -> tuple:
         """(depth, note): in the prior's units, unless a pin fixes the scale or offset."""
         if pin is None:
@@ -357,17 +369,13 @@ class AbsolutePrior:
         return fitted, ""
 
 
-class RelativePrior:
+class RelativePrior(_Kind):
     """Depth known up to an affine map: fitted robustly to the result and fused after the
     rounds, its term robust too (:class:`RobustPrior`): a monocular network's blur at an
     edge or warp in a corner is let go, and it places what the normals cannot."""
 
     fuses = True        # solves after the rounds, with their AMG hierarchy
     what = "relative depth prior fitted (affine in depth) and fused"
-
-    def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
-        self.prior, self.config = prior, config
-        self.robust = None
 
     def term(self, system):
         return None
@@ -410,9 +418,6 @@ class RelativePrior:
         else:
             fitted = replace(fitted, depth=fitted.depth + float((depth - zimg)[inp.mask].mean()))
         return fitted, "; " + self.what
-
-    def report(self, mask: np.ndarray) -> tuple:
-        return AbsolutePrior.report(self, mask)
 
 
 class DisparityPrior(RelativePrior):

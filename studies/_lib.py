@@ -342,6 +342,5 @@ def integrate_composed(inp, config=None, rounds_rule=None, rounds_terms=None, **
             rounds = solve_rounds(objective, start, run.config, run.rounds, run.out.backend, run.hierarchy,
                                   kw.get("progress"))
             rounds.notes[:0] = notes
-            if run.hierarchy is not None and not (run.prior is not None and run.prior.fuses):
-                run.hierarchy.drop()
+            run.release_hierarchy()
         return finish(inp, run, rounds, mean_depth, depth_at)

@@ -122,25 +122,27 @@ def _run(ops, objective: Objective, z0, max_iter: int, tol: float, callback) -> 
     it = 0
     for it in range(1, max_iter + 1):
         z, inner = ops.solve(z, weights, term)
-        if inner == 0:
-            if callback is not None:
-                callback(it, energy, z)
-            break
-        if not iterate:
-            if callback is not None:
-                callback(it, energy, z)
-            continue
-        weights, new_energy = ops.weights_and_energy(z)
-        history.append(new_energy)
-        rel = abs(energy - new_energy) / energy if energy > 0 else 0.0
-        energy = new_energy
-        if any(t.reweights for t in objective.terms):
-            term = ops.term(z, weights)
+        stop = inner == 0
+        if iterate and not stop:
+            weights, new_energy = ops.weights_and_energy(z)
+            history.append(new_energy)
+            stop = (abs(energy - new_energy) / energy if energy > 0 else 0.0) < tol
+            energy = new_energy
+            if objective.terms_reweight:
+                term = ops.term(z, weights)
         if callback is not None:
             callback(it, energy, z)
-        if rel < tol:
+        if stop:
             break
     return IntegrationResult(ops.vector(z), ops.weights_out(weights), it, {}, history)
+
+
+def _start(objective: Objective, z0):
+    """The start over the masked pixels: ``z0`` (copied), else the data terms' target, else 0."""
+    if z0 is not None:
+        return np.asarray(z0, np.float64).copy()
+    target = objective.data(None).target
+    return np.zeros(objective.system.n) if target is None else target
 
 
 class _CpuOps:
@@ -151,10 +153,7 @@ class _CpuOps:
         self.method = solve.method or backend.linear
 
     def start(self, z0):
-        if z0 is not None:
-            return np.asarray(z0, np.float64).copy()
-        target = self.objective.data(None).target
-        return np.zeros(self.objective.system.n) if target is None else target
+        return _start(self.objective, z0)
 
     def fixed_weights(self):
         return self.objective.rule.at(self.objective.system, None)
@@ -195,10 +194,7 @@ class _GridOps:
             a: self.grid.image(rule.bias[a]) for a in ("u", "v")}
 
     def start(self, z0):
-        if z0 is None:
-            target = self.objective.data(None).target
-            z0 = np.zeros(self.objective.system.n) if target is None else target
-        return self.grid.image(z0)
+        return self.grid.image(_start(self.objective, z0))
 
     def fixed_weights(self):
         if self._fixed is None:
@@ -212,7 +208,7 @@ class _GridOps:
         else:
             weights = self.fixed_weights()
             energy = self.grid.energy(z, weights)
-        if any(t.reweights for t in self.objective.terms):
+        if self.objective.terms_reweight:
             energy += self.objective.terms_energy(self.vector(z))
         return weights, energy
 
@@ -220,7 +216,7 @@ class _GridOps:
         # only a term that reweights reads z (and one that reads them, the weights): the
         # others cost no copy back from the device
         terms = self.objective.terms
-        reads = z is not None and any(t.reweights for t in terms)
+        reads = z is not None and self.objective.terms_reweight
         w = None
         if reads and weights is not None and any(getattr(t, "reads_weights", False) for t in terms):
             w = self.weights_out(weights)

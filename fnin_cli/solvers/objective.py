@@ -156,9 +156,14 @@ class Objective:
     terms: tuple = ()
 
     @property
+    def terms_reweight(self) -> bool:
+        """Whether a data term changes with z."""
+        return any(t.reweights for t in self.terms)
+
+    @property
     def reweights(self) -> bool:
         """Whether any part changes with z (the IRLS driver then iterates)."""
-        return self.rule.reweights or any(t.reweights for t in self.terms)
+        return self.rule.reweights or self.terms_reweight
 
     def weights(self, z: np.ndarray, differences: dict | None = None) -> dict | None:
         """The normals term's weights at z."""
