@@ -134,6 +134,12 @@ class RoundsConfig:
     # outside pixel within this cosine of grazing, its own not) moves back, never forward,
     # the least that puts it behind its occluder; None: off (docs/decisions.md#pieces-meet)
     occlusion_cos: float | None = 0.3
+    # how the pieces the normals cannot place are placed: "rules" (bridges, creases before
+    # the rounds, the occluders' move after) or "solve" (one solve over the piece graph
+    # before and after the rounds: contact at least bridge_edges edges and this share of a
+    # pair's boundary, occlusions at occlusion_cos) (docs/decisions.md#pieces-meet)
+    placement: str = "rules"
+    contact_share: float = 0.0
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

@@ -25,6 +25,7 @@ from ..config import IntegrationConfig
 from ..errors import FninError
 from .grazing import hold_grazing
 from .pieces import Pieces, pin_pieces, reattach_slivers
+from .piece_graph import CONNECTED, place_pieces
 from .placement import BEHIND, place_at_creases, place_behind_occluders, place_by_bridges
 from .system import NormalSystem
 
@@ -96,6 +97,31 @@ class Done:
         self.placed.update(other.placed)
 
 
+class Placement:
+    """The pieces' offsets by one solve over the piece graph
+    (:func:`~fnin_cli.solvers.piece_graph.place_pieces`, ``RoundsConfig.placement == "solve"``):
+    before the rounds on Stage II's pieces cut all round, after them on the loose pieces."""
+
+    name = "placement"
+
+    def __init__(self, after: bool):
+        self.after = after
+
+    def applies(self, ctx: Context) -> bool:
+        return ctx.placing and ctx.config.rounds.placement == "solve"
+
+    def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
+        r, c = ctx.config.rounds, pieces.config
+        labels, sizes = pieces.joined if self.after else pieces.plain[:2]
+        z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
+                                     r.bridge_edges or 1, r.contact_share, r.occlusion_cos)
+        notes = [] if self.after else [
+            f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: placed by the "
+            "most connected reading (no jump on average across it); --depth-prior places it"
+            for k, said in how.items() if said == CONNECTED]
+        return z, Done(moved, notes, placed=how if self.after else {})
+
+
 class Bridges:
     """A surrounded piece cut all round moves to where a jump along its boundary closes
     (:func:`~fnin_cli.solvers.placement.place_by_bridges`, ``RoundsConfig.bridge_edges``)."""
@@ -103,7 +129,7 @@ class Bridges:
     name = "bridges"
 
     def applies(self, ctx: Context) -> bool:
-        return ctx.placing and bool(ctx.config.rounds.bridge_edges)
+        return ctx.placing and ctx.config.rounds.placement == "rules" and bool(ctx.config.rounds.bridge_edges)
 
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
         z, moved = place_by_bridges(ctx.system, z, pieces, ctx.config.rounds.bridge_edges)
@@ -118,7 +144,7 @@ class Creases:
     name = "creases"
 
     def applies(self, ctx: Context) -> bool:
-        return ctx.placing and ctx.config.rounds.crease_cos is not None
+        return ctx.placing and ctx.config.rounds.placement == "rules" and ctx.config.rounds.crease_cos is not None
 
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
         z, moved = place_at_creases(ctx.system, z, pieces, view_cosine, ctx.config.rounds.crease_cos, skip=skip)
@@ -150,7 +176,7 @@ class Occluders:
     name = "occluders"
 
     def applies(self, ctx: Context) -> bool:
-        return ctx.placing and ctx.config.rounds.occlusion_cos is not None
+        return ctx.placing and ctx.config.rounds.placement == "rules" and ctx.config.rounds.occlusion_cos is not None
 
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
         z, moved = place_behind_occluders(ctx.system, z, pieces, view_cosine, ctx.config.rounds.occlusion_cos)
@@ -195,8 +221,8 @@ class Pins:
                        placed={k: "pinned by --depth-at {},{},{:g}".format(*ctx.pins[i]) for i, k, _ in done})
 
 
-BEFORE_ROUNDS = (Bridges(), Creases())
-AFTER_ROUNDS = (Slivers(), Occluders(), Grazing())
+BEFORE_ROUNDS = (Placement(after=False), Bridges(), Creases())
+AFTER_ROUNDS = (Slivers(), Placement(after=True), Occluders(), Grazing())
 
 
 def run_steps(steps, z: np.ndarray, pieces: Pieces, ctx: Context) -> tuple:
