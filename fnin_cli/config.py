@@ -138,8 +138,9 @@ class RoundsConfig:
     # the rounds, the occluders' move after) or "solve" (one solve over the piece graph
     # before and after the rounds: contact at least bridge_edges edges and this share of a
     # pair's boundary, occlusions at occlusion_cos) (docs/decisions.md#pieces-meet)
-    placement: str = "rules"
+    placement: str = "solve"
     contact_share: float = 0.0
+    touch_tol: float = 0.05
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

@@ -6,10 +6,11 @@ the unknown: depth orthographic, log-depth perspective); the largest piece is he
 of pieces that share boundary edges is read for what the normals say across it
 (:func:`piece_links`):
 
-- **contact**: where the jump across the boundary is the same along it (a fold, a crease whose
-  two sides can touch all along it, a bridge where a jump closes), one shift of the pair makes
-  many boundary edges agree with both pixels' normals at once: at least ``contact_edges`` of
-  them and ``contact_share`` of the pair's edges. The pair is held at that shift;
+- **contact**: where the two sides' slopes along the boundary agree (``touch_tol``), the jump
+  across it is the same along it, and where one shift of the pair makes at least
+  ``contact_edges`` such edges agree with both pixels' normals at once the two sides touch
+  there (a fold, a crease whose sides can touch all along it, a bridge where a jump closes).
+  The pair is held at that shift;
 - **occlusion**: where most of the boundary is an occluding contour (one side's pixels within
   ``occlusion_cos`` of grazing, the other's not), the grazing side is in front: an inequality,
   the facing side behind it by at least nothing, by no more than it must move;
@@ -77,14 +78,19 @@ class Links:
 
 def _boundary(system: NormalSystem, labels: np.ndarray, nodes: int):
     """Every edge p-q (p the pixel before q along its axis) between two different pieces
-    both below ``nodes``: (p, q, a_p, a_q, n_p, n_q, sign), sign +1 where q is on the pair's
-    larger label (a shift Δ of that piece against the other changes z_q - z_p by sign Δ)."""
+    both below ``nodes``: (p, q, a_p, a_q, n_p, n_q, sign, bend), sign +1 where q is on the
+    pair's larger label (a shift Δ of that piece against the other changes z_q - z_p by
+    sign Δ), bend how much the jump across the edge changes per pixel along the boundary
+    (the two sides' slopes along it, in the across residual's units)."""
     out = []
-    for p, q, a, n in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
+    for p, q, a, n, a_t, n_t in ((system.hp, system.hq, system.a_u, system.nx, system.a_v, system.ny),
+                                 (system.vp, system.vq, system.a_v, system.ny, system.a_u, system.nx)):
         lp, lq = labels[p], labels[q]
         e = (lp != lq) & (lp < nodes) & (lq < nodes)
         p, q = p[e], q[e]
-        out.append((p, q, a[p], a[q], n[p], n[q], np.where(labels[q] > labels[p], 1.0, -1.0)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bend = np.abs(n_t[p] / a_t[p] - n_t[q] / a_t[q]) * np.minimum(np.abs(a[p]), np.abs(a[q]))
+        out.append((p, q, a[p], a[q], n[p], n[q], np.where(labels[q] > labels[p], 1.0, -1.0), bend))
     return [np.concatenate(x) for x in zip(*out)]
 
 
@@ -115,16 +121,18 @@ def _best_intervals(pair: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: int) ->
 
 
 def piece_links(system: NormalSystem, z: np.ndarray, labels: np.ndarray, nodes: int, view_cos: np.ndarray,
-                tol: float, occlusion_cos: float | None) -> Links:
+                tol: float, occlusion_cos: float | None, touch_tol: float = np.inf) -> Links:
     """The evidence between every pair of pieces below ``nodes`` that share boundary edges
     (:class:`Links`), read from z over the masked pixels.
 
     ``tol``: an edge agrees with a normal where the one-sided residual |a dz + n| is within it.
     ``view_cos``: each masked pixel's |cos| to its view ray. ``occlusion_cos``: a boundary edge
     with one pixel below it and the other not is occluding, the grazing side in front (None:
-    no occlusions).
+    no occlusions). ``touch_tol``: only edges across which the two sides' slopes along the
+    boundary agree within it (the jump changes by at most that per pixel along it, in
+    residual units) are read for contact: where two surfaces can touch all along a stretch.
     """
-    p, q, ap, aq, n_p, n_q, sign = _boundary(system, labels, nodes)
+    p, q, ap, aq, n_p, n_q, sign, bend = _boundary(system, labels, nodes)
     lab_a, lab_b = np.minimum(labels[p], labels[q]), np.maximum(labels[p], labels[q])
     keys, pair = np.unique(lab_a * nodes + lab_b, return_inverse=True)
     m = keys.size
@@ -136,7 +144,7 @@ def piece_links(system: NormalSystem, z: np.ndarray, labels: np.ndarray, nodes: 
             s1, s2 = sign * ((-n - tol) / a - dz), sign * ((-n + tol) / a - dz)
             bounds.append((np.minimum(s1, s2), np.maximum(s1, s2)))
     lo, hi = np.maximum(bounds[0][0], bounds[1][0]), np.minimum(bounds[0][1], bounds[1][1])
-    ok = np.isfinite(lo) & np.isfinite(hi) & (lo <= hi)
+    ok = np.isfinite(lo) & np.isfinite(hi) & (lo <= hi) & (bend <= touch_tol)
     contact, mid = _best_intervals(pair[ok], lo[ok], hi[ok], m)
     # least squares: the Δ minimising the sum over both sides of (a (dz + sign Δ) + n)^2
     num = np.bincount(pair, -sign * (ap * (ap * dz + n_p) + aq * (aq * dz + n_q)), m)
@@ -224,7 +232,7 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int, contact_share: f
 
 def place_pieces(system: NormalSystem, z: np.ndarray, labels: np.ndarray, sizes: np.ndarray, view_cos,
                  min_pixels: int, tol: float, contact_edges: int, contact_share: float,
-                 occlusion_cos: float | None) -> tuple:
+                 occlusion_cos: float | None, touch_tol: float = np.inf) -> tuple:
     """z with every piece of at least ``min_pixels`` (labels run largest first) shifted by
     :func:`solve_offsets`, and ([(label, pixels, shift)] of those that moved, {label: how}).
     Smaller pieces are not unknowns here: their edges are not read.
@@ -253,7 +261,7 @@ def place_pieces(system: NormalSystem, z: np.ndarray, labels: np.ndarray, sizes:
     if nodes < 2:
         return z, [], {}
     cos = view_cos(system) if callable(view_cos) else view_cos
-    links = piece_links(system, z, labels, nodes, cos, tol, occlusion_cos)
+    links = piece_links(system, z, labels, nodes, cos, tol, occlusion_cos, touch_tol)
     if links.a.size == 0:
         return z, [], {}
     contact_edges = max(int(contact_edges), 1)

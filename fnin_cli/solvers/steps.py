@@ -114,7 +114,7 @@ class Placement:
         r, c = ctx.config.rounds, pieces.config
         labels, sizes = pieces.joined if self.after else pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
-                                     r.bridge_edges or 1, r.contact_share, r.occlusion_cos)
+                                     r.bridge_edges or 1, r.contact_share, r.occlusion_cos, r.touch_tol)
         notes = [] if self.after else [
             f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: placed by the "
             "most connected reading (no jump on average across it); --depth-prior places it"
