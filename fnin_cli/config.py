@@ -120,27 +120,19 @@ class RoundsConfig:
     # attached; None: off (docs/decisions.md#fold-join)
     fold_cos: float | None = 0.3
     fold_join: float = 2.0
-    # at the rounds' start (after fnin) a surrounded piece that Stage II cut all round moves
-    # to where a jump along its boundary closes, when at least this many boundary edges
-    # close there (and more than agree now) and it then lies in front of what surrounds it;
-    # None: off (docs/decisions.md#pieces-meet)
-    bridge_edges: int | None = 3
-    # then a piece Stage II cut all round that no bridge moved and that meets the rest at a
-    # crease (no boundary pixel within this cosine of grazing: no occluding contour) takes
-    # the least-squares placement across its boundary, the most connected reading; None: off
-    # (docs/decisions.md#pieces-meet)
-    crease_cos: float | None = 0.3
-    # after the rounds a loose piece whose boundary is mostly an occluding contour (the
-    # outside pixel within this cosine of grazing, its own not) moves back, never forward,
-    # the least that puts it behind its occluder; None: off (docs/decisions.md#pieces-meet)
-    occlusion_cos: float | None = 0.3
-    # how the pieces the normals cannot place are placed: "rules" (bridges, creases before
-    # the rounds, the occluders' move after) or "solve" (one solve over the piece graph
-    # before and after the rounds: contact at least bridge_edges edges and this share of a
-    # pair's boundary, occlusions at occlusion_cos) (docs/decisions.md#pieces-meet)
-    placement: str = "solve"
-    contact_share: float = 0.0
+    # the pieces the normals cannot place are placed by one solve over the piece graph
+    # (solvers.placement), before the rounds and after them: two pieces touch where at least
+    # this many boundary edges agree with both normals at one shift; None: no placement
+    # (docs/decisions.md#placement-solve)
+    contact_edges: int | None = 3
+    # and only edges across which the two sides' slopes along the boundary agree within this
+    # (residual units per pixel: over 20 pixels the jump changes by under agree_tol) are read
+    # for contact, where two surfaces can touch all along a stretch (docs/decisions.md#placement-solve)
     touch_tol: float = 0.05
+    # a boundary edge with one pixel within this cosine of grazing and the other not is an
+    # occluding contour, the grazing side in front; a pair mostly bounded so is ordered so;
+    # None: no order read (docs/decisions.md#placement-solve)
+    occlusion_cos: float | None = 0.3
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

@@ -11,8 +11,7 @@ from fnin_cli.camera import Camera
 from fnin_cli.config import DEFAULT
 from fnin_cli.errors import FninError
 from fnin_cli.solvers.pieces import Pieces
-from fnin_cli.solvers.steps import (AFTER_ROUNDS, BEFORE_ROUNDS, Bridges, Context, Creases, Done, Occluders, Pins,
-                                    Slivers, run_steps)
+from fnin_cli.solvers.steps import AFTER_ROUNDS, BEFORE_ROUNDS, Context, Done, Pins, Placement, Slivers, run_steps
 from fnin_cli.solvers.system import NormalSystem
 
 
@@ -30,18 +29,19 @@ def _halves(shape=(6, 10)):
 def test_the_default_placements_apply_after_fnin_without_a_prior_only():
     s, _, _ = _halves()
     edge = np.zeros((2,) + s.shape)
-    for step in (Bridges(), Creases(), Occluders()):
+    for step in (Placement(after=False), Placement(after=True)):
         assert step.applies(Context(s, DEFAULT, edge))
         assert not step.applies(Context(s, DEFAULT, None))               # another method's rounds
         assert not step.applies(Context(s, DEFAULT, edge, prior=object()))
-    off = replace(DEFAULT, rounds=replace(DEFAULT.rounds, bridge_edges=None, crease_cos=None, occlusion_cos=None))
-    assert not any(step.applies(Context(s, off, edge)) for step in (*BEFORE_ROUNDS, Occluders()))
+    off = replace(DEFAULT, rounds=replace(DEFAULT.rounds, contact_edges=None))
+    assert not any(step.applies(Context(s, off, edge)) for step in (*BEFORE_ROUNDS, Placement(after=True)))
     # the slivers are the rounds' own: with the edge prior, prior or not
     assert Slivers().applies(Context(s, DEFAULT, edge, prior=object()))
     assert not Slivers().applies(Context(s, replace(DEFAULT, rounds=replace(DEFAULT.rounds, reattach_pixels=0)), edge))
     assert not Pins().applies(Context(s, DEFAULT, None, pins=((0, 0, 1.0),)))   # one pin: the scale alone
     assert Pins().applies(Context(s, DEFAULT, None, pins=((0, 0, 1.0), (0, 9, 2.0))))
-    assert [type(t).__name__ for t in AFTER_ROUNDS] == ["Slivers", "Occluders", "Grazing"]
+    assert [type(t).__name__ for t in BEFORE_ROUNDS] == ["Placement"]
+    assert [type(t).__name__ for t in AFTER_ROUNDS] == ["Slivers", "Placement", "Grazing"]
 
 
 def test_a_piece_one_step_moved_is_not_moved_by_the_next():

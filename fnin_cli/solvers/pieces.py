@@ -19,8 +19,8 @@ relative to the main piece is something no integrator can know from the normals.
   that one strong weight of its own ties to a neighbour that does not trust it back;
 - :func:`pin_pieces` shifts pieces so that given pixels get given unknowns (the repeatable
   ``--depth-at``);
-- where the default puts the pieces the normals cannot place (at a bridge, a crease, behind
-  an occluder): :mod:`fnin_cli.solvers.placement`.
+- where the default puts the pieces the normals cannot place (one solve over the piece
+  graph: contacts, occluding contours, the connected reading): :mod:`fnin_cli.solvers.placement`.
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ def loose_pieces(pieces: Pieces, placed: str = "by the method") -> list:
 
 def unplaced_note(found: list, n: int) -> str | None:
     """One line for the loose pieces (:func:`loose_pieces`, their ``placed`` filled) that
-    neither a pin nor a depth prior placed: how many, their share of the ``n`` masked pixels,
+    neither a pin, a depth prior nor a contact (:data:`fnin_cli.solvers.placement.CONTACT`) placed: how many, their share of the ``n`` masked pixels,
     the largest and where to pin it; None where there are none.
 
     Examples
@@ -327,7 +327,7 @@ def unplaced_note(found: list, n: int) -> str | None:
     >>> unplaced_note([{"pixels": 80, "pixel": [4, 7], "placed": "by the method"}], 29355)[:28]
     '1 piece (0.3% of the pixels;'
     """
-    free = [p for p in found if not p["placed"].startswith(("pinned", "depth prior"))]
+    free = [p for p in found if not p["placed"].startswith(("pinned", "depth prior", "in contact"))]
     if not free:
         return None
     share = sum(p["pixels"] for p in free) / n

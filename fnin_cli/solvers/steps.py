@@ -7,11 +7,12 @@ did (:class:`Done`: the pieces it moved, notes for the user, how each piece was 
 :func:`run_steps` runs a list of them in order; a piece an earlier step of the same list
 moved is not moved again.
 
-- before the rounds (:data:`BEFORE_ROUNDS`, on Stage II's pieces): :class:`Bridges`, then
-  :class:`Creases` (:mod:`fnin_cli.solvers.placement`);
-- after the rounds (:data:`AFTER_ROUNDS`, on the rounds' pieces): :class:`Slivers`
-  (:func:`~fnin_cli.solvers.pieces.reattach_slivers`), :class:`Occluders`, then
-  :class:`Grazing` (:func:`~fnin_cli.solvers.grazing.hold_grazing`);
+- before the rounds (:data:`BEFORE_ROUNDS`, on Stage II's pieces): :class:`Placement`, the
+  pieces' offsets by one solve over the piece graph (:mod:`fnin_cli.solvers.placement`);
+- after the rounds (:data:`AFTER_ROUNDS`, on the rounds' pieces), the same placement at the
+  three scales the normals leave free: :class:`Slivers` (a few pixels,
+  :func:`~fnin_cli.solvers.pieces.reattach_slivers`), :class:`Placement` (the pieces), then
+  :class:`Grazing` (single rim pixels, :func:`~fnin_cli.solvers.grazing.hold_grazing`);
 - at the end (:func:`fnin_cli.pipeline.finish`): :class:`Pins` (``--depth-at``).
 """
 
@@ -25,8 +26,7 @@ from ..config import IntegrationConfig
 from ..errors import FninError
 from .grazing import hold_grazing
 from .pieces import Pieces, pin_pieces, reattach_slivers
-from .piece_graph import CONNECTED, place_pieces
-from .placement import BEHIND, place_at_creases, place_behind_occluders, place_by_bridges
+from .placement import CONNECTED, place_pieces
 from .system import NormalSystem
 
 
@@ -99,8 +99,9 @@ class Done:
 
 class Placement:
     """The pieces' offsets by one solve over the piece graph
-    (:func:`~fnin_cli.solvers.piece_graph.place_pieces`, ``RoundsConfig.placement == "solve"``):
-    before the rounds on Stage II's pieces cut all round, after them on the loose pieces."""
+    (:func:`~fnin_cli.solvers.placement.place_pieces`, ``RoundsConfig.contact_edges``,
+    ``touch_tol``, ``occlusion_cos``): before the rounds on the pieces Stage II cut all round,
+    after them on the loose pieces (which it says how it placed)."""
 
     name = "placement"
 
@@ -108,50 +109,18 @@ class Placement:
         self.after = after
 
     def applies(self, ctx: Context) -> bool:
-        return ctx.placing and ctx.config.rounds.placement == "solve"
+        return ctx.placing and ctx.config.rounds.contact_edges is not None
 
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
         r, c = ctx.config.rounds, pieces.config
         labels, sizes = pieces.joined if self.after else pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
-                                     r.bridge_edges or 1, r.contact_share, r.occlusion_cos, r.touch_tol)
+                                     r.contact_edges, r.occlusion_cos, r.touch_tol)
         notes = [] if self.after else [
             f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: placed by the "
             "most connected reading (no jump on average across it); --depth-prior places it"
             for k, said in how.items() if said == CONNECTED]
         return z, Done(moved, notes, placed=how if self.after else {})
-
-
-class Bridges:
-    """A surrounded piece cut all round moves to where a jump along its boundary closes
-    (:func:`~fnin_cli.solvers.placement.place_by_bridges`, ``RoundsConfig.bridge_edges``)."""
-
-    name = "bridges"
-
-    def applies(self, ctx: Context) -> bool:
-        return ctx.placing and ctx.config.rounds.placement == "rules" and bool(ctx.config.rounds.bridge_edges)
-
-    def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
-        z, moved = place_by_bridges(ctx.system, z, pieces, ctx.config.rounds.bridge_edges)
-        return z, Done(moved)
-
-
-class Creases:
-    """A piece cut all round that meets the rest at a crease takes the most connected
-    reading (:func:`~fnin_cli.solvers.placement.place_at_creases`, ``RoundsConfig.crease_cos``);
-    a note says the normals cannot place it."""
-
-    name = "creases"
-
-    def applies(self, ctx: Context) -> bool:
-        return ctx.placing and ctx.config.rounds.placement == "rules" and ctx.config.rounds.crease_cos is not None
-
-    def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
-        z, moved = place_at_creases(ctx.system, z, pieces, view_cosine, ctx.config.rounds.crease_cos, skip=skip)
-        notes = [f"a piece of {pixels:,} pixels meets the rest at a crease that the normals cannot place: "
-                 "placed by the most connected reading (no jump on average across it); --depth-prior places it"
-                 for _, pixels, _ in moved]
-        return z, Done(moved, notes)
 
 
 class Slivers:
@@ -167,20 +136,6 @@ class Slivers:
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
         z, _ = reattach_slivers(ctx.system, z, pieces, max_pixels=ctx.config.rounds.reattach_pixels)
         return z, Done()
-
-
-class Occluders:
-    """A loose piece seen past an occluding contour moves back behind its occluder
-    (:func:`~fnin_cli.solvers.placement.place_behind_occluders`, ``RoundsConfig.occlusion_cos``)."""
-
-    name = "occluders"
-
-    def applies(self, ctx: Context) -> bool:
-        return ctx.placing and ctx.config.rounds.placement == "rules" and ctx.config.rounds.occlusion_cos is not None
-
-    def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
-        z, moved = place_behind_occluders(ctx.system, z, pieces, view_cosine, ctx.config.rounds.occlusion_cos)
-        return z, Done(moved, placed={k: BEHIND for k, _, _ in moved})
 
 
 class Grazing:
@@ -221,8 +176,8 @@ class Pins:
                        placed={k: "pinned by --depth-at {},{},{:g}".format(*ctx.pins[i]) for i, k, _ in done})
 
 
-BEFORE_ROUNDS = (Placement(after=False), Bridges(), Creases())
-AFTER_ROUNDS = (Slivers(), Placement(after=True), Occluders(), Grazing())
+BEFORE_ROUNDS = (Placement(after=False),)
+AFTER_ROUNDS = (Slivers(), Placement(after=True), Grazing())
 
 
 def run_steps(steps, z: np.ndarray, pieces: Pieces, ctx: Context) -> tuple:
