@@ -159,7 +159,7 @@ class PiecesConfig:
     # neither side trusts still counts, a trusted one up to 3x (docs/decisions.md#sliver-reattach)
     trust_floor: float = 1.0
     # a boundary edge agrees with both normals where both one-sided residuals |a dz + n| are
-    # within this (the "pixels disagree with their normals" check's) (docs/decisions.md#pieces-meet)
+    # within this (the "pixels disagree with their normals" check's) (docs/decisions.md#placement-solve)
     agree_tol: float = 1.0
 
 

@@ -317,7 +317,8 @@ def loose_pieces(pieces: Pieces, placed: str = "by the method") -> list:
 
 def unplaced_note(found: list, n: int) -> str | None:
     """One line for the loose pieces (:func:`loose_pieces`, their ``placed`` filled) that
-    neither a pin, a depth prior nor a contact (:data:`fnin_cli.solvers.placement.CONTACT`) placed: how many, their share of the ``n`` masked pixels,
+    neither a pin nor a depth prior placed (a contact the placement read may be spurious: the
+    piece is still named): how many, their share of the ``n`` masked pixels,
     the largest and where to pin it; None where there are none.
 
     Examples
@@ -327,7 +328,7 @@ def unplaced_note(found: list, n: int) -> str | None:
     >>> unplaced_note([{"pixels": 80, "pixel": [4, 7], "placed": "by the method"}], 29355)[:28]
     '1 piece (0.3% of the pixels;'
     """
-    free = [p for p in found if not p["placed"].startswith(("pinned", "depth prior", "in contact"))]
+    free = [p for p in found if not p["placed"].startswith(("pinned", "depth prior"))]
     if not free:
         return None
     share = sum(p["pixels"] for p in free) / n

@@ -8,8 +8,7 @@ of pieces that share boundary edges is read for what the normals say across it
 
 - **contact**: where the two sides' slopes along the boundary agree (``touch_tol``), the jump
   across it is the same along it, and where one shift of the pair makes at least
-  ``contact_edges`` such edges, neither pixel grazing (a grazing normal agrees with almost any
-  step), agree with both pixels' normals at once the two sides touch
+  ``contact_edges`` such edges agree with both pixels' normals at once the two sides touch
   there (a fold, a crease whose sides can touch all along it, a bridge where a jump closes).
   The pair is held at that shift;
 - **occlusion**: where most of the boundary is an occluding contour (one side's pixels within
@@ -148,8 +147,6 @@ def piece_links(system: NormalSystem, z: np.ndarray, labels: np.ndarray, nodes: 
             bounds.append((np.minimum(s1, s2), np.maximum(s1, s2)))
     lo, hi = np.maximum(bounds[0][0], bounds[1][0]), np.minimum(bounds[0][1], bounds[1][1])
     ok = np.isfinite(lo) & np.isfinite(hi) & (lo <= hi) & (bend <= touch_tol)
-    if occlusion_cos is not None:       # a grazing normal says nothing of the step across it
-        ok &= (view_cos[p] >= occlusion_cos) & (view_cos[q] >= occlusion_cos)
     contact, mid = _best_intervals(pair[ok], lo[ok], hi[ok], m)
     # least squares: the Δ minimising the sum over both sides of (a (dz + sign Δ) + n)^2
     num = np.bincount(pair, -sign * (ap * (ap * dz + n_p) + aq * (aq * dz + n_q)), m)
@@ -227,10 +224,12 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int) -> tuple:
                   b_eq=np.array(rhs) if nterm else None, bounds=bnds, method="highs")
     t = res.x[:nt] - res.x[nt:2 * nt] if res.status == 0 else np.zeros(nt)
     how = np.full(nodes, None, dtype=object)
-    for flag, label in ((is_connected, CONNECTED), (bounded, BEHIND), (is_contact, CONTACT)):
+    # what a piece's pairs say, the strongest last: an occluding contour's order over a
+    # contact (a grazing pixel's edge agrees with almost any step), a contact over a reading
+    for flag, label in ((is_connected, CONNECTED), (is_contact, CONTACT), (bounded, BEHIND)):
         for i in np.flatnonzero(flag):
             for k in (int(links.a[i]), int(links.b[i])):
-                how[k] = label if how[k] is None or label == CONTACT else how[k]
+                how[k] = label
     how[0] = None
     return t, how
 
@@ -239,7 +238,8 @@ def place_pieces(system: NormalSystem, z: np.ndarray, labels: np.ndarray, sizes:
                  min_pixels: int, tol: float, contact_edges: int, occlusion_cos: float | None,
                  touch_tol: float = np.inf) -> tuple:
     """z with every piece of at least ``min_pixels`` (labels run largest first) shifted by
-    :func:`solve_offsets`, and ([(label, pixels, shift)] of those that moved, {label: how}).
+    :func:`solve_offsets`, and ([(label, pixels, shift)] of those that moved, {label: how}
+    for those: the evidence that placed them).
     Smaller pieces are not unknowns here: their edges are not read.
 
     Examples
@@ -272,9 +272,8 @@ def place_pieces(system: NormalSystem, z: np.ndarray, labels: np.ndarray, sizes:
     t, how = solve_offsets(links, nodes, contact_edges)
     moved, said = [], {}
     for k in range(1, nodes):
-        if how[k] is not None:
-            said[k] = how[k]
-        if t[k] != 0.0:
+        if abs(t[k]) > 1e-9:                # a piece the solve left where it was keeps its reading
             z[labels == k] += t[k]
             moved.append((k, int(sizes[k]), float(t[k])))
+            said[k] = how[k]
     return z, moved, said
