@@ -102,7 +102,7 @@ def test_relative_prior_is_fitted_by_an_affine_map_and_the_result_stays_relative
 
 def test_an_orthographic_relative_prior_places_a_loose_sheet():
     """Orthographic: the right sheet, cut loose at the jump beside the left's bending rim,
-    sits 18 units off without a prior; a smooth relative prior (blurred, affine-mapped)
+    sits off without a prior; a smooth relative prior (blurred, affine-mapped)
     puts it back, and the piece is listed as the prior's. Regression: the fit dropped
     every mapped depth <= 0 (orthographic depth has any offset), half the prior, and the
     sheet stayed 17 units off."""
@@ -122,7 +122,10 @@ def test_an_orthographic_relative_prior_places_a_loose_sheet():
     res = integrate(inp, depth_prior=prior)
     assert abs(offset(res)) < 1.5
     assert any(p["placed"] == "depth prior" and p["pixels"] > 1000 for p in res.loose_pieces)
-    assert abs(offset(integrate(inp))) > 15.0                 # without it: far off
+    # without it the normals do not place the sheet: off by more (18 units before the
+    # placement solve, 3.4 with it), and the sheet is named as a guess
+    free = integrate(inp)
+    assert abs(offset(free)) > abs(offset(res)) + 1.0 and free.loose_pieces
 
 
 def test_an_orthographic_relative_fit_keeps_depths_at_or_below_zero():

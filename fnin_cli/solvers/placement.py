@@ -8,9 +8,10 @@ of pieces that share boundary edges is read for what the normals say across it
 
 - **contact**: where the two sides' slopes along the boundary agree (``touch_tol``), the jump
   across it is the same along it, and where one shift of the pair makes at least
-  ``contact_edges`` such edges agree with both pixels' normals at once the two sides touch
-  there (a fold, a crease whose sides can touch all along it, a bridge where a jump closes).
-  The pair is held at that shift;
+  ``contact_edges`` such edges (neither pixel on the mask's outline) agree with both pixels'
+  normals at once, more than agree now
+  elsewhere on the boundary, the two sides touch there (a fold, a crease whose sides can touch
+  all along it, a bridge where a jump closes). The pair is held at that shift;
 - **occlusion**: where most of the boundary is an occluding contour (one side's pixels within
   ``occlusion_cos`` of grazing, the other's not), the grazing side is in front: an inequality,
   the facing side behind it by at least nothing, by no more than it must move;
@@ -54,7 +55,8 @@ class Links:
     edges : (m,) int
         Boundary edges between them.
     contact : (m,) int
-        The most boundary edges that one Δ makes agree with both normals.
+        The most touching boundary edges that one Δ makes agree with both normals (0 where
+        that is no more than the edges agreeing now that it would open).
     contact_shift : (m,) float
         That Δ (the middle of the interval where they all agree).
     connected_shift : (m,) float
@@ -92,6 +94,13 @@ def _boundary(system: NormalSystem, labels: np.ndarray, nodes: int):
             bend = np.abs(n_t[p] / a_t[p] - n_t[q] / a_t[q]) * np.minimum(np.abs(a[p]), np.abs(a[q]))
         out.append((p, q, a[p], a[q], n[p], n[q], np.where(labels[q] > labels[p], 1.0, -1.0), bend))
     return [np.concatenate(x) for x in zip(*out)]
+
+
+def outline_pixels(system: NormalSystem) -> np.ndarray:
+    """(n,) bool: the masked pixels with a 4-neighbour outside the mask or the image."""
+    m = np.pad(system.mask, 1)
+    inner = m[1:-1, 1:-1] & m[:-2, 1:-1] & m[2:, 1:-1] & m[1:-1, :-2] & m[1:-1, 2:]
+    return ~inner[system.mask]
 
 
 def _best_intervals(pair: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: int) -> tuple:
@@ -146,8 +155,17 @@ def piece_links(system: NormalSystem, z: np.ndarray, labels: np.ndarray, nodes: 
             s1, s2 = sign * ((-n - tol) / a - dz), sign * ((-n + tol) / a - dz)
             bounds.append((np.minimum(s1, s2), np.maximum(s1, s2)))
     lo, hi = np.maximum(bounds[0][0], bounds[1][0]), np.minimum(bounds[0][1], bounds[1][1])
-    ok = np.isfinite(lo) & np.isfinite(hi) & (lo <= hi) & (bend <= touch_tol)
+    fits = np.isfinite(lo) & np.isfinite(hi) & (lo <= hi)
+    # touching, and off the mask's outline (beyond it the labels and normals are cut short)
+    rim = outline_pixels(system)
+    ok = fits & (bend <= touch_tol) & ~rim[p] & ~rim[q]
     contact, mid = _best_intervals(pair[ok], lo[ok], hi[ok], m)
+    # a contact must close more edges than the present placement holds elsewhere on the
+    # boundary (edges agreeing now, at Δ = 0, that it would open): else it is a coincidence
+    # of a few edges, not where the two sides touch
+    s_e = mid[pair]
+    held = fits & (lo <= 0.0) & (hi >= 0.0) & ~((lo <= s_e) & (hi >= s_e))
+    contact = np.where(contact > np.bincount(pair[held], minlength=m), contact, 0)
     # least squares: the Δ minimising the sum over both sides of (a (dz + sign Δ) + n)^2
     num = np.bincount(pair, -sign * (ap * (ap * dz + n_p) + aq * (aq * dz + n_q)), m)
     den = np.bincount(pair, ap * ap + aq * aq, m)

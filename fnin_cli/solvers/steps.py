@@ -100,8 +100,9 @@ class Done:
 class Placement:
     """The pieces' offsets by one solve over the piece graph
     (:func:`~fnin_cli.solvers.placement.place_pieces`, ``RoundsConfig.contact_edges``,
-    ``touch_tol``, ``occlusion_cos``): before the rounds on the pieces Stage II cut all round,
-    after them on the loose pieces (which it says how it placed)."""
+    ``touch_tol``, ``occlusion_cos``) on the pieces cut all round (``pieces.plain``: moving one
+    tears no edge either side trusts): before the rounds Stage II's, after them the rounds'
+    (and says how it placed the loose pieces inside those it moved)."""
 
     name = "placement"
 
@@ -113,14 +114,24 @@ class Placement:
 
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
         r, c = ctx.config.rounds, pieces.config
-        labels, sizes = pieces.joined if self.after else pieces.plain[:2]
+        labels, sizes = pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
                                      r.contact_edges, r.occlusion_cos, r.touch_tol)
-        notes = [] if self.after else [
-            f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: placed by the "
-            "most connected reading (no jump on average across it); --depth-prior places it"
-            for k, said in how.items() if said == CONNECTED]
-        return z, Done(moved, notes, placed=how if self.after else {})
+        if not self.after:
+            notes = [f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: placed "
+                     "by the most connected reading (no jump on average across it); --depth-prior places it"
+                     for k, said in how.items() if said == CONNECTED]
+            return z, Done(moved, notes)
+        # said of the loose pieces (pieces.joined's ids) inside each piece it moved
+        joined, jsizes = pieces.joined
+        placed = {}
+        for k in range(1, len(jsizes)):
+            if jsizes[k] < c.min_pixels:
+                break
+            cut = int(labels[np.argmax(joined == k)])
+            if cut in how:
+                placed[k] = how[cut]
+        return z, Done(moved, placed=placed)
 
 
 class Slivers:
