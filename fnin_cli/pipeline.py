@@ -64,9 +64,9 @@ class Result:
     def loose_pieces(self) -> list:
         """The pieces joined to the rest only across cuts (or not at all), largest first
         (:func:`fnin_cli.solvers.pieces.loose_pieces`, without their ``labels``); a piece's
-        ``placed`` says how its offset was set, :data:`fnin_cli.solvers.placement.BEHIND`
-        where the default moved it behind its occluder, the pin where ``depth_at`` pinned
-        it; computed on first use."""
+        ``placed`` says how its offset was set: the evidence the placement read where it moved
+        it (:data:`fnin_cli.solvers.placement.CONTACT`, ``BEHIND``, ``CONNECTED``), the pin
+        where ``depth_at`` pinned it; computed on first use."""
         return self._pieces()[0]
 
     @property
@@ -289,7 +289,7 @@ def network_device(m: Method, model=None, device: str = "auto"):
 def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_depth: float | None = None,
            depth_at: tuple | None = None) -> Result:
     """The second half of :func:`integrate`: the method's result or its ``rounds``', with the
-    steps after the rounds (:data:`~fnin_cli.solvers.steps.AFTER_ROUNDS`: slivers, occluders)
+    steps after the rounds (:data:`~fnin_cli.solvers.steps.AFTER_ROUNDS`: slivers, placement, rim)
     and a depth prior's fuse applied to the final weights' pieces, its pieces pinned
     (``depth_at``), its scale fixed, the warnings, the :class:`Result`."""
     system, out = run.system, run.out
