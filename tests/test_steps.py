@@ -11,7 +11,7 @@ from fnin_cli.camera import Camera
 from fnin_cli.config import DEFAULT
 from fnin_cli.errors import FninError
 from fnin_cli.solvers.pieces import Pieces
-from fnin_cli.solvers.steps import AFTER_ROUNDS, BEFORE_ROUNDS, Context, Done, Pins, Placement, Slivers, run_steps
+from fnin_cli.solvers.steps import AFTER_ROUNDS, BEFORE_ROUNDS, Context, Done, Pins, Placement, run_steps
 from fnin_cli.solvers.system import NormalSystem
 
 
@@ -32,16 +32,22 @@ def test_the_default_placements_apply_after_fnin_without_a_prior_only():
     for step in (Placement(after=False), Placement(after=True)):
         assert step.applies(Context(s, DEFAULT, edge))
         assert not step.applies(Context(s, DEFAULT, None))               # another method's rounds
-        assert not step.applies(Context(s, DEFAULT, edge, prior=object()))
+        assert not step.places_pieces(Context(s, DEFAULT, edge, prior=object()))
+    assert not Placement(after=False).applies(Context(s, DEFAULT, edge, prior=object()))
     off = replace(DEFAULT, rounds=replace(DEFAULT.rounds, contact_edges=None))
-    assert not any(step.applies(Context(s, off, edge)) for step in (*BEFORE_ROUNDS, Placement(after=True)))
-    # the slivers are the rounds' own: with the edge prior, prior or not
-    assert Slivers().applies(Context(s, DEFAULT, edge, prior=object()))
-    assert not Slivers().applies(Context(s, replace(DEFAULT, rounds=replace(DEFAULT.rounds, reattach_pixels=0)), edge))
+    assert not BEFORE_ROUNDS[0].applies(Context(s, off, edge))
+    # the slivers and the rim are the rounds' own: with the edge prior, a depth prior or not
+    after = Placement(after=True)
+    assert after.applies(Context(s, DEFAULT, edge, prior=object())) and after.applies(Context(s, off, edge))
+    assert after.holds_slivers(Context(s, DEFAULT, edge, prior=object()))
+    assert not after.holds_slivers(Context(s, replace(DEFAULT, rounds=replace(DEFAULT.rounds, reattach_pixels=0)), edge))
+    none = replace(off, rounds=replace(off.rounds, reattach_pixels=0, hold_grazing=None))
+    assert not after.applies(Context(s, none, edge))
     assert not Pins().applies(Context(s, DEFAULT, None, pins=((0, 0, 1.0),)))   # one pin: the scale alone
     assert Pins().applies(Context(s, DEFAULT, None, pins=((0, 0, 1.0), (0, 9, 2.0))))
-    assert [type(t).__name__ for t in BEFORE_ROUNDS] == ["Placement"]
-    assert [type(t).__name__ for t in AFTER_ROUNDS] == ["Slivers", "Placement", "Grazing"]
+    # the flow: method, placement, rounds, placement, finish (pins)
+    assert [(type(t).__name__, t.after) for t in BEFORE_ROUNDS + AFTER_ROUNDS] == [("Placement", False),
+                                                                                   ("Placement", True)]
 
 
 def test_a_piece_one_step_moved_is_not_moved_by_the_next():

@@ -4,8 +4,8 @@ A normal within a few degrees of edge-on says nothing of the depth step across i
 (the step is tan of its angle to the ray: a 1-degree error moves it by 1/cos^2 times that).
 After the rounds, a silhouette pixel tied to the rest only through such normals sits where
 they put it: far from every neighbour. :func:`hold_grazing` holds it where its neighbours'
-normals put it; the step :class:`fnin_cli.solvers.steps.Grazing` runs it on the default's
-rounds' result, after the pieces' places (studies/real-maps/README.md,
+normals put it; the placement after the rounds (:class:`fnin_cli.solvers.steps.Placement`)
+runs it on the default's rounds' result, after the pieces' places (studies/real-maps/README.md,
 docs/decisions.md#hold-grazing).
 """
 

@@ -7,12 +7,10 @@ did (:class:`Done`: the pieces it moved, notes for the user, how each piece was 
 :func:`run_steps` runs a list of them in order; a piece an earlier step of the same list
 moved is not moved again.
 
-- before the rounds (:data:`BEFORE_ROUNDS`, on Stage II's pieces): :class:`Placement`, the
-  pieces' offsets by one solve over the piece graph (:mod:`fnin_cli.solvers.placement`);
-- after the rounds (:data:`AFTER_ROUNDS`, on the rounds' pieces), the same placement at the
-  three scales the normals leave free: :class:`Slivers` (a few pixels,
-  :func:`~fnin_cli.solvers.pieces.reattach_slivers`), :class:`Placement` (the pieces), then
-  :class:`Grazing` (single rim pixels, :func:`~fnin_cli.solvers.grazing.hold_grazing`);
+- before the rounds (:data:`BEFORE_ROUNDS`, on Stage II's pieces) and after them
+  (:data:`AFTER_ROUNDS`, on the rounds'): :class:`Placement`, what the normals leave free
+  placed (the pieces' offsets by one solve over the piece graph,
+  :mod:`fnin_cli.solvers.placement`; after the rounds also slivers and rim pixels);
 - at the end (:func:`fnin_cli.pipeline.finish`): :class:`Pins` (``--depth-at``).
 """
 
@@ -98,71 +96,73 @@ class Done:
 
 
 class Placement:
-    """The pieces' offsets by one solve over the piece graph
-    (:func:`~fnin_cli.solvers.placement.place_pieces`, ``RoundsConfig.contact_edges``,
-    ``touch_tol``, ``occlusion_cos``) on the pieces cut all round (``pieces.plain``: moving one
-    tears no edge either side trusts): before the rounds Stage II's, after them the rounds'
-    (and says how it placed the loose pieces inside those it moved)."""
+    """What the normals leave free, placed. Before the rounds (``after`` False): the pieces
+    Stage II's weights cut all round, by one solve over the piece graph
+    (:func:`~fnin_cli.solvers.placement.place_pieces`). After them, at the three scales the
+    rounds leave free, in order: slivers of a few pixels held to their neighbours
+    (:func:`~fnin_cli.solvers.pieces.reattach_slivers`, ``RoundsConfig.reattach_pixels``), the
+    pieces cut all round by the same solve (it says how it placed the loose pieces inside those
+    it moved), and single rim pixels that only grazing normals tie, held where their
+    neighbours put them (:func:`~fnin_cli.solvers.grazing.hold_grazing`,
+    ``RoundsConfig.hold_grazing``), so that the pieces' solve reads the rounds' own z.
+
+    The pieces' solve runs after fnin (its edge map) without a depth prior
+    (``RoundsConfig.contact_edges`` not None); the slivers and the rim after fnin with the
+    rounds' edge prior, a depth prior or not.
+    """
 
     name = "placement"
 
     def __init__(self, after: bool):
         self.after = after
 
-    def applies(self, ctx: Context) -> bool:
+    @staticmethod
+    def places_pieces(ctx: Context) -> bool:
         return ctx.placing and ctx.config.rounds.contact_edges is not None
 
+    @staticmethod
+    def holds_slivers(ctx: Context) -> bool:
+        r = ctx.config.rounds
+        return ctx.edge_p is not None and r.edge_prior is not None and bool(r.reattach_pixels)
+
+    @staticmethod
+    def holds_rim(ctx: Context) -> bool:
+        return ctx.edge_p is not None and bool(ctx.config.rounds.hold_grazing)
+
+    def applies(self, ctx: Context) -> bool:
+        return self.places_pieces(ctx) or (self.after and (self.holds_slivers(ctx) or self.holds_rim(ctx)))
+
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
+        r, c = ctx.config.rounds, pieces.config
+        done = Done()
+        if self.after and self.holds_slivers(ctx):
+            z, _ = reattach_slivers(ctx.system, z, pieces, max_pixels=r.reattach_pixels)
+        if self.places_pieces(ctx):
+            z, done = self._pieces(z, pieces, ctx)
+        if self.after and self.holds_rim(ctx):
+            z, _ = hold_grazing(ctx.system, z, pieces.weights, r.hold_grazing, c.cut_weight, c.trust_floor)
+        return z, done
+
+    def _pieces(self, z, pieces: Pieces, ctx: Context) -> tuple:
         r, c = ctx.config.rounds, pieces.config
         labels, sizes = pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
                                      r.contact_edges, r.occlusion_cos, r.touch_tol)
+        done = Done(moved)
         if not self.after:
-            notes = [f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: placed "
-                     "by the most connected reading (no jump on average across it); --depth-prior places it"
-                     for k, said in how.items() if said == CONNECTED]
-            return z, Done(moved, notes)
+            done.notes = [f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: "
+                          "placed by the most connected reading (no jump on average across it); --depth-prior "
+                          "places it" for k, said in how.items() if said == CONNECTED]
+            return z, done
         # said of the loose pieces (pieces.joined's ids) inside each piece it moved
         joined, jsizes = pieces.joined
-        placed = {}
         for k in range(1, len(jsizes)):
             if jsizes[k] < c.min_pixels:
                 break
             cut = int(labels[np.argmax(joined == k)])
             if cut in how:
-                placed[k] = how[cut]
-        return z, Done(moved, placed=placed)
-
-
-class Slivers:
-    """Pixels and slivers the rounds with the edge prior cut loose are held to their
-    neighbours (:func:`~fnin_cli.solvers.pieces.reattach_slivers`, ``RoundsConfig.reattach_pixels``)."""
-
-    name = "slivers"
-
-    def applies(self, ctx: Context) -> bool:
-        r = ctx.config.rounds
-        return ctx.edge_p is not None and r.edge_prior is not None and bool(r.reattach_pixels)
-
-    def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
-        z, _ = reattach_slivers(ctx.system, z, pieces, max_pixels=ctx.config.rounds.reattach_pixels)
-        return z, Done()
-
-
-class Grazing:
-    """Last after the rounds: a silhouette pixel placed by nothing but grazing normals is held
-    where its neighbours' normals put it (:func:`~fnin_cli.solvers.grazing.hold_grazing`,
-    ``RoundsConfig.hold_grazing``), so that every placement reads the rounds' own z."""
-
-    name = "grazing"
-
-    def applies(self, ctx: Context) -> bool:
-        return ctx.edge_p is not None and bool(ctx.config.rounds.hold_grazing)
-
-    def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
-        c = pieces.config
-        z, _ = hold_grazing(ctx.system, z, pieces.weights, ctx.config.rounds.hold_grazing, c.cut_weight, c.trust_floor)
-        return z, Done()
+                done.placed[k] = how[cut]
+        return z, done
 
 
 class Pins:
@@ -188,7 +188,7 @@ class Pins:
 
 
 BEFORE_ROUNDS = (Placement(after=False),)
-AFTER_ROUNDS = (Slivers(), Placement(after=True), Grazing())
+AFTER_ROUNDS = (Placement(after=True),)
 
 
 def run_steps(steps, z: np.ndarray, pieces: Pieces, ctx: Context) -> tuple:
