@@ -425,8 +425,6 @@ def slope_ratio(prior: DepthPrior, normals: np.ndarray, m: np.ndarray, camera: C
     same spans (the unknown's units: log-depth for perspective): the median ratio of one to
     the other, 1 for a prior that agrees, about -1 for inverse depth or a flip,
     s for an orthographic prior in units s times the normals'. None without enough spans."""
-    from .solvers.system import NormalSystem
-
     step = max(1, prior.block)
     # every s-th row (spans run along rows): the test needs ~ a few hundred thousand pixels,
     # not a camera-size map's frames of temporaries; the camera sees rows s apart
@@ -439,9 +437,9 @@ def slope_ratio(prior: DepthPrior, normals: np.ndarray, m: np.ndarray, camera: C
             K[1, 1] /= s
             K[1, 2] /= s
             camera = Camera(K, camera.pixel_size)
-    system = NormalSystem(normals, m, camera)
+    a_u, _, nx, _ = camera.residual_coefficients(normals, m)   # the system's own, nothing else built
     pred = np.zeros(m.shape)
-    pred[m] = -system.nx / system.a_u            # d(unknown)/du each normal predicts
+    pred[m] = -nx / a_u                          # d(unknown)/du each normal predicts
     pred[~np.isfinite(pred)] = 0.0
     t = np.full(m.shape, np.nan)
     t[m] = np.log(prior.depth[m]) if camera.perspective else prior.depth[m]

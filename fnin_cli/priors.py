@@ -29,7 +29,7 @@ from .prior import PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity
 from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedWeights, anchored
-from .solvers.pieces import cut_pieces
+from .solvers.pieces import components
 from .solvers.system import DataTerm
 
 
@@ -121,6 +121,7 @@ class RobustPrior:
         self.shape = mask.shape
         c = config.prior
         self.smooth = float(c.smooth_scale) * np.sqrt(float(mask.sum()))
+        self.grid = None                  # smooth_field's grid of these pixels, made on first use
         # a map over-determines the surface (every pixel has a normal and a depth) and a wrong
         # place in it stands out of its neighbours; points do not overlap, and each one may be
         # the only evidence that places its region: they are all kept
@@ -163,7 +164,9 @@ class RobustPrior:
             self.sigma *= self.scale
             self.pairs = None
         if self.loss is not None:
-            dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, self._pieces(weights))
+            if self.grid is None:
+                self.grid = FieldGrid(self.rc, self.shape, self.smooth)
+            dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, self._pieces(weights), self.grid)
             # the spread of the deviations: the prior's sigma, or wider where the normals'
             # error is rough between sparse measurements
             spread = 1.4826 * float(np.median(np.abs(dev[first]))) if first.size else 0.0
@@ -171,14 +174,14 @@ class RobustPrior:
 
     def _pieces(self, weights: dict | None):
         """Each prior pixel's piece under ``weights`` (mutual cuts), cut also along every
-        occluding contour (:func:`occluding_cut`), pieces under ``min_pixels`` each their own
+        occluding contour (:func:`occluding_edges`), pieces under ``min_pixels`` each their own
         (-1); None without weights."""
         if weights is None:
             return None
-        labels, sizes, _ = cut_pieces(self.system, occluding_cut(self.system, weights, self.contour), self.cut,
-                                      mutual=True)
-        piece = labels[self.has]
-        return np.where(sizes[piece] >= self.min_pixels, piece, -1)
+        # the components alone: the fields need the grouping, not cut_pieces' order by size
+        raw = components(self.system, weights, self.cut, True, drop=self.contour)[0]
+        piece = raw[self.has]
+        return np.where(np.bincount(raw)[piece] >= self.min_pixels, piece, -1)
 
     def energy(self, z: np.ndarray) -> float:
         """The term's weighted squared residual at z with its current weights."""
@@ -221,25 +224,14 @@ def occluding_edges(system, cos_min: float) -> tuple:
     return c[system.hp] != c[system.hq], c[system.vp] != c[system.vq]
 
 
-def occluding_cut(system, weights: dict, contour: tuple | None) -> dict:
-    """``weights`` with both of an edge's weights 0 along the occluding ``contour``
-    (:func:`occluding_edges`; None: ``weights`` as they are)."""
-    if contour is None:
-        return weights
-    out = {d: np.array(w, np.float64, copy=True) for d, w in weights.items()}
-    for axis, p, q, edge in (("u", system.hp, system.hq, contour[0]), ("v", system.vp, system.vq, contour[1])):
-        out[axis + "+"][p[edge]] = 0.0
-        out[axis + "-"][q[edge]] = 0.0
-    return out
-
-
 def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, scale: float,
-                 piece: np.ndarray | None = None) -> np.ndarray:
+                 piece: np.ndarray | None = None, grid: "FieldGrid | None" = None) -> np.ndarray:
     """The smooth field of residuals ``r`` (at pixels ``rc``, each weighted by ``weight``)
     at those pixels: a normalised Gaussian of standard deviation ``scale`` pixels within
     each ``piece`` (None: one piece; -1: a pixel that is its own field), computed on a grid
     of cells of a quarter of ``scale`` (bilinear back to the pixels), every piece's grid in one
-    filter, so its cost does not grow with the map's size nor much with the pieces.
+    filter, so its cost does not grow with the map's size nor much with the pieces. ``grid``:
+    :class:`FieldGrid` of ``rc``, ``shape`` and ``scale``, where the caller keeps one.
 
     Examples
     --------
@@ -260,33 +252,53 @@ def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, sca
     """
     from scipy.ndimage import gaussian_filter   # here: `fnin --help` need not load scipy
 
+    grid = FieldGrid(rc, shape, scale) if grid is None else grid
     out = r.astype(np.float64, copy=True)          # a pixel that is its own field
-    group = np.zeros(r.size, np.int64) if piece is None else np.unique(piece, return_inverse=True)[1]
-    if piece is not None and (piece < 0).any():
-        group = np.where(piece >= 0, group - 1, -1)      # -1 sorts first: the pieces from 0
+    if piece is None:
+        group = np.zeros(r.size, np.int64)
+    else:                                          # the pieces present, numbered from 0 in order; -1 stays
+        present = np.zeros(int(piece.max()) + 2, bool)
+        present[piece[piece >= 0]] = True
+        group = np.where(piece >= 0, np.cumsum(present)[np.maximum(piece, 0)] - 1, -1)
     on = group >= 0
     if not on.any():
         return out
     n_groups = int(group.max()) + 1
-    cell = max(1, int(scale // 4))
-    gh, gw = shape[0] // cell + 1, shape[1] // cell + 1
-    rr, cc, g = rc[0][on], rc[1][on], group[on]
-    at = (g * gh + rr // cell) * gw + cc // cell
+    gh, gw, g = grid.gh, grid.gw, group[on]
+    at = g * (gh * gw) + grid.cell_at[on]
     size = n_groups * gh * gw
     num = np.bincount(at, weight[on] * r[on], size).reshape(n_groups, gh, gw)
     den = np.bincount(at, weight[on], size).reshape(n_groups, gh, gw)
-    s = (0.0, scale / cell, scale / cell)          # every piece's grid at once, none into another
+    s = (0.0, scale / grid.cell, scale / grid.cell)      # every piece's grid at once, none into another
     num, den = gaussian_filter(num, s, mode="constant"), gaussian_filter(den, s, mode="constant")
     field = np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12 * max(float(den.max()), 1e-300))
-    # bilinear back to the pixels (cell centres; beyond the outer centres, the nearest)
-    y = np.clip((rr + 0.5) / cell - 0.5, 0.0, gh - 1.0)
-    x = np.clip((cc + 0.5) / cell - 0.5, 0.0, gw - 1.0)
-    y0, x0 = np.minimum(y.astype(np.int64), gh - 2 if gh > 1 else 0), np.minimum(x.astype(np.int64), gw - 2 if gw > 1 else 0)
-    fy, fx = y - y0, x - x0
-    y1, x1 = np.minimum(y0 + 1, gh - 1), np.minimum(x0 + 1, gw - 1)
-    out[on] = ((1 - fy) * ((1 - fx) * field[g, y0, x0] + fx * field[g, y0, x1])
-               + fy * ((1 - fx) * field[g, y1, x0] + fx * field[g, y1, x1]))
+    flat = field.reshape(-1)
+    base = g * (gh * gw)
+    fy, fx = grid.fy[on], grid.fx[on]
+    i00, i01, i10, i11 = (i[on] for i in grid.corners)
+    out[on] = ((1 - fy) * ((1 - fx) * flat[base + i00] + fx * flat[base + i01])
+               + fy * ((1 - fx) * flat[base + i10] + fx * flat[base + i11]))
     return out
+
+
+class FieldGrid:
+    """Where each pixel ``rc`` falls on :func:`smooth_field`'s grid of cells (a quarter of
+    ``scale``), its bilinear corners and fractions (cell centres; beyond the outer centres,
+    the nearest): computed once for a term whose pixels stay."""
+
+    def __init__(self, rc: tuple, shape: tuple, scale: float):
+        self.cell = cell = max(1, int(scale // 4))
+        self.gh, self.gw = gh, gw = shape[0] // cell + 1, shape[1] // cell + 1
+        rr, cc = rc
+        self.cell_at = (rr // cell) * gw + cc // cell
+        y = np.clip((rr + 0.5) / cell - 0.5, 0.0, gh - 1.0)
+        x = np.clip((cc + 0.5) / cell - 0.5, 0.0, gw - 1.0)
+        y0 = np.minimum(y.astype(np.int64), gh - 2 if gh > 1 else 0)
+        x0 = np.minimum(x.astype(np.int64), gw - 2 if gw > 1 else 0)
+        fy, fx = y - y0, x - x0
+        y1, x1 = np.minimum(y0 + 1, gh - 1), np.minimum(x0 + 1, gw - 1)
+        self.corners = (y0 * gw + x0, y0 * gw + x1, y1 * gw + x0, y1 * gw + x1)
+        self.fy, self.fx = fy, fx
 
 
 def neighbour_pairs(prior: DepthPrior, mask: np.ndarray, has: np.ndarray, measurement) -> tuple:

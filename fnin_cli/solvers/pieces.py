@@ -40,20 +40,26 @@ def _edges(system: NormalSystem):
     return (("u", system.hp, system.hq), ("v", system.vp, system.vq))
 
 
-def _components(system: NormalSystem, weights: dict | None, threshold: float, mutual: bool) -> tuple:
-    """(component per pixel, number of components, cut edges' p, cut edges' q), unordered."""
+def components(system: NormalSystem, weights: dict | None, threshold: float, mutual: bool,
+               drop: tuple | None = None) -> tuple:
+    """(component per pixel, number of components, cut edges' p, cut edges' q), unordered:
+    :func:`cut_pieces` without its order by size, for callers that need the grouping alone.
+    ``drop``: (horizontal, vertical) booleans over the system's edges cut whatever their
+    weights (a depth prior's fields cut along occluding contours)."""
     # imported here: `fnin --help` imports the pipeline and must not pay for scipy
     # (docs/decisions.md#start-up)
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
     rows, cols, cut_p, cut_q = [], [], [], []
-    for axis, p, q in _edges(system):
+    for i, (axis, p, q) in enumerate(_edges(system)):
         if weights is None:
             keep = np.ones(len(p), bool)
         else:
             a, b = weights[axis + "+"][p] >= threshold, weights[axis + "-"][q] >= threshold
             keep = (a & b) if mutual else (a | b)
+        if drop is not None:
+            keep &= ~drop[i]
         rows.append(p[keep])
         cols.append(q[keep])
         cut_p.append(p[~keep])
@@ -86,7 +92,7 @@ def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = _P
     >>> labels.tolist(), sizes.tolist(), cuts.tolist()
     ([0, 0, 1, 1], [2, 2], [1, 1])
     """
-    raw, n_raw, cut_p, cut_q = _components(system, weights, threshold, mutual)
+    raw, n_raw, cut_p, cut_q = components(system, weights, threshold, mutual)
     sizes = np.bincount(raw)
     first = np.empty(len(sizes), np.int64)
     first[raw[::-1]] = np.arange(system.n)[::-1]   # the last write wins: each piece's first pixel
