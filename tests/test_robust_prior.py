@@ -161,3 +161,28 @@ def test_cli_writes_where_the_prior_was_trusted_and_json_says_how_much_was_let_g
                 str(tmp_path / "t2.npy")])
     assert r.exit_code == 1 and "--prior-weights" in r.output and not (tmp_path / "t2.npy").exists()
     assert not (tmp_path / "p.ply").exists()
+
+
+def test_the_sigma_is_estimated_before_the_rounds_start():
+    """Without a sigma the first solve weighs the prior at its start (here 20x too wide); the
+    estimate follows it and Stage II solves again at the estimate, so the rounds start from a
+    surface the prior held (candidate 9, studies/robust-prior): by the end of the method's
+    own solve the term holds the estimate, and the result is as near the truth as with the
+    true sigma given."""
+    from fnin_cli.pipeline import run_method
+    from fnin_cli.priors import prior_kind
+
+    inp, gt = _bump("ortho")
+    sigma = 0.003 * float(np.ptp(gt[inp.mask]))
+    d = np.where(inp.mask, gt + np.random.default_rng(5).normal(0, sigma, gt.shape), np.nan)
+    unknown = DepthPrior(d, np.isfinite(d).astype(float), 20 * sigma, sigma_given=False)
+    run = run_method(inp, prior=unknown)
+    assert run.args.prior.estimate is False and run.args.prior.sigma == pytest.approx(sigma, rel=0.25)
+    from fnin_cli.solvers.objective import FixedWeights
+
+    objective = run.args.objective(run.system, FixedWeights(None))
+    assert run.args.iterations(objective) == (1, 0.0)                          # estimated: one solve again
+    given = replace(unknown, sigma=sigma, sigma_given=True)
+    assert prior_kind(given, DEFAULT).term(run.system).estimate is False
+    err = [float(np.mean(np.abs(integrate(inp, depth_prior=p).depth - gt)[inp.mask])) for p in (unknown, given)]
+    assert err[0] <= 1.15 * err[1]
