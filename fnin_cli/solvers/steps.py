@@ -101,8 +101,8 @@ class Placement:
     (:func:`~fnin_cli.solvers.placement.place_pieces`). After them, at the three scales the
     rounds leave free, in order: slivers of a few pixels held to their neighbours
     (:func:`~fnin_cli.solvers.pieces.reattach_slivers`, ``RoundsConfig.reattach_pixels``), the
-    pieces cut all round by the same solve (it says how it placed the loose pieces inside those
-    it moved), and single rim pixels that only grazing normals tie, held where their
+    loose pieces (those held only by one-sided edges included) by the same solve (it says how it
+    placed those it moved), and single rim pixels that only grazing normals tie, held where their
     neighbours put them (:func:`~fnin_cli.solvers.grazing.hold_grazing`,
     ``RoundsConfig.hold_grazing``), so that the pieces' solve reads the rounds' own z.
 
@@ -145,23 +145,16 @@ class Placement:
 
     def _pieces(self, z, pieces: Pieces, ctx: Context) -> tuple:
         r, c = ctx.config.rounds, pieces.config
-        labels, sizes = pieces.plain[:2]
+        # before the rounds the pieces Stage II cut all round; after them the loose pieces,
+        # those held only by one-sided edges included (what the result lists)
+        labels, sizes = pieces.joined if self.after else pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
                                      r.contact_edges, r.occlusion_cos, r.touch_tol)
-        done = Done(moved)
+        done = Done(moved, placed=how if self.after else {})
         if not self.after:
             done.notes = [f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: "
                           "placed by the most connected reading (no jump on average across it); --depth-prior "
                           "places it" for k, said in how.items() if said == CONNECTED]
-            return z, done
-        # said of the loose pieces (pieces.joined's ids) inside each piece it moved
-        joined, jsizes = pieces.joined
-        for k in range(1, len(jsizes)):
-            if jsizes[k] < c.min_pixels:
-                break
-            cut = int(labels[np.argmax(joined == k)])
-            if cut in how:
-                done.placed[k] = how[cut]
         return z, done
 
 
