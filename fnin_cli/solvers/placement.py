@@ -9,9 +9,9 @@ of pieces that share boundary edges is read for what the normals say across it
 - **contact**: where the two sides' slopes along the boundary agree (``touch_tol``), the jump
   across it is the same along it, and where one shift of the pair makes at least
   ``contact_edges`` such edges (neither pixel on the mask's outline) agree with both pixels'
-  normals at once, more than agree now
-  elsewhere on the boundary, the two sides touch there (a fold, a crease whose sides can touch
-  all along it, a bridge where a jump closes). The pair is held at that shift;
+  normals at once, more than agree now elsewhere on the boundary, the two sides touch there (a
+  fold, a crease whose sides can touch all along it, a bridge where a jump closes). The pair is
+  held at that shift;
 - **occlusion**: where most of the boundary is an occluding contour (one side's pixels within
   ``occlusion_cos`` of grazing, the other's not), the grazing side is in front: an inequality,
   the facing side behind it by at least nothing, by no more than it must move;
@@ -39,7 +39,7 @@ CONNECTED = "by the most connected reading (no jump on average across its bounda
 
 # the weights of the programme's terms, relative to one contact edge: a connected reading
 # only decides what no contact or occlusion does, the hold only what nothing does, and an
-# occlusion's hinge outweighs any contact
+# occlusion's hinge outweighs any contact (docs/decisions.md#placement-solve)
 _CONNECTED, _HOLD, _HINGE = 1e-3, 1e-6, 1e3
 
 
