@@ -30,7 +30,7 @@ from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedWeights, anchored
 from .solvers.pieces import components
-from .solvers.system import DataTerm
+from .solvers.system import DataTerm, view_cosine
 
 
 # ------------------------------------------------------------------ the robust term
@@ -218,8 +218,6 @@ def occluding_edges(system, cos_min: float) -> tuple:
     contour runs, one pixel's normal within ``cos_min`` of grazing and the other's not. The
     normals say nothing of the step there (an object in front of another), so a depth
     prior's step there is evidence, not an error (studies/robust-prior)."""
-    from .solvers.steps import view_cosine
-
     c = view_cosine(system) >= cos_min
     return c[system.hp] != c[system.hq], c[system.vp] != c[system.vq]
 

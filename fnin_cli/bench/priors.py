@@ -35,7 +35,7 @@ import numpy as np
 from dataclasses import replace
 
 from ..prior import DepthPrior, default_sigma
-from ..solvers.rounds import view_cosine
+from ..solvers.system import view_cosine
 from ..solvers.system import NormalSystem
 
 KINDS = ("dense8", "sparse", "relative", "patches", "mono-depth", "mono-disparity", "dense8-nosigma",

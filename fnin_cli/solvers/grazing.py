@@ -17,7 +17,7 @@ import numpy as np
 
 from ..config import DEFAULT
 from .pieces import weighted_medians
-from .system import NormalSystem
+from .system import NormalSystem, view_cosine
 
 _P = DEFAULT.pieces
 
@@ -60,15 +60,8 @@ def hold_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: fl
     >>> z.tolist(), held
     ([0.0, 0.0, 0.0, 0.0], 1)
     """
-    cam = system.camera
     rows, cols = np.nonzero(system.mask)
-    if cam.K is None:
-        cos = np.abs(system.a_u) * cam.pixel_size
-    else:
-        K = cam.K
-        ray = np.sqrt(((cols - K[0, 2]) / K[0, 0]) ** 2 + ((rows - K[1, 2]) / K[1, 1]) ** 2 + 1.0)
-        cos = np.abs(system.a_u / K[0, 0]) / ray
-    grazing = cos < cos_max
+    grazing = view_cosine(system) < cos_max
     if not grazing.any():
         return z, 0
     todo = np.flatnonzero(grazing)

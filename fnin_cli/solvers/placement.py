@@ -204,7 +204,6 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int) -> tuple:
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
 
-    m = links.a.size
     is_contact = links.contact >= contact_edges
     bounded = np.isfinite(links.low) | np.isfinite(links.high)
     is_connected = ~is_contact & (links.grazing == 0)
@@ -288,10 +287,10 @@ def place_pieces(system: NormalSystem, z: np.ndarray, labels: np.ndarray, sizes:
     if links.a.size == 0:
         return z, [], {}
     t, how = solve_offsets(links, nodes, contact_edges)
-    moved, said = [], {}
-    for k in range(1, nodes):
-        if abs(t[k]) > 1e-9:                # a piece the solve left where it was keeps its reading
-            z[labels == k] += t[k]
-            moved.append((k, int(sizes[k]), float(t[k])))
-            said[k] = how[k]
-    return z, moved, said
+    # a piece the solve left where it was (within 1e-9) keeps its z and its reading
+    shift = np.zeros(len(sizes))
+    moving = np.flatnonzero(np.abs(t) > 1e-9)
+    shift[moving] = t[moving]
+    z += shift[labels]                      # one pass over the pixels, not one per piece
+    moved = [(int(k), int(sizes[k]), float(t[k])) for k in moving]
+    return z, moved, {k: how[k] for k, _, _ in moved}

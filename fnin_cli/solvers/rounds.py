@@ -29,8 +29,7 @@ from .irls import InnerSolve, minimise
 from .linear import AMGCache
 from .objective import BilateralWeights, Objective
 from .stage2 import edge_prior
-from .steps import view_cosine
-from .system import NormalSystem
+from .system import NormalSystem, view_cosine
 
 
 # ------------------------------------------------------------------ the prior: edge net and folds

@@ -314,3 +314,24 @@ class _Stencil:
         dv = np.zeros(n + 1)
         np.subtract(z[self.down[:-1]], z, out=dv[:-1])
         return dh, dv
+
+
+def view_cosine(system: NormalSystem) -> np.ndarray:
+    """|cos| of the angle between each masked pixel's normal and its view ray (0: grazing).
+
+    Orthographic: |n_z|; perspective: |n . r| / |r| with r = ((u - cx)/fx, (v - cy)/fy, 1).
+    Unit normals assumed.
+
+    Examples
+    --------
+    >>> n = np.dstack([np.full((2, 2), 0.6), np.zeros((2, 2)), np.full((2, 2), -0.8)])
+    >>> view_cosine(NormalSystem(n, np.ones((2, 2), bool), Camera(None, 2.0))).round(3).tolist()
+    [0.8, 0.8, 0.8, 0.8]
+    """
+    cam = system.camera
+    if cam.K is None:
+        return np.abs(system.a_u) * cam.pixel_size
+    v, u = np.nonzero(system.mask)
+    K = cam.K
+    r2 = ((u - K[0, 2]) / K[0, 0]) ** 2 + ((v - K[1, 2]) / K[1, 1]) ** 2 + 1.0
+    return np.abs(system.a_u) / K[0, 0] / np.sqrt(r2)

@@ -3,7 +3,7 @@ orthographic and perspective, 8-bit; the default against ``bini``.
 
 An isolated pixel is a masked pixel whose depth is off the median of its masked
 8-neighbours by more than 20 % of the map's depth range (1st-99th percentile), as
-``count_isolated`` below (the helper tests/helpers.py imports).
+``count_isolated`` in tests/helpers.py (the tests' own, imported here).
 
     python studies/real-maps/spikes.py [--methods fnin,bini] [--out studies/real-maps/results/spikes.json]
 
@@ -18,7 +18,6 @@ import json
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -33,30 +32,8 @@ from fnin_cli.data.render import render  # noqa: E402
 from fnin_cli.io import write_png  # noqa: E402
 from fnin_cli.pipeline import integrate, load_input  # noqa: E402
 
-ISOLATED_FRACTION = 0.2
-
-
-def count_isolated(depth: np.ndarray, mask: np.ndarray, fraction: float = ISOLATED_FRACTION) -> tuple[int, float]:
-    """(count, largest offset in depth ranges) of masked pixels whose depth is off the
-    median of their masked 8-neighbours by more than ``fraction`` of the depth range
-    (1st to 99th percentile of the masked depths); pixels without a masked neighbour are
-    not counted."""
-    d = np.where(mask, depth.astype(np.float64), np.nan)
-    vals = d[mask & np.isfinite(d)]
-    if vals.size < 2:
-        return 0, 0.0
-    rng = float(np.percentile(vals, 99) - np.percentile(vals, 1)) or 1.0
-    h, w = d.shape
-    pad = np.pad(d, 1, constant_values=np.nan)
-    nb = np.stack([pad[1 + dr:1 + dr + h, 1 + dc:1 + dc + w]
-                   for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(nb, axis=0)
-    off = np.abs(d - med) / rng
-    off = off[mask & np.isfinite(off)]
-    return int(np.sum(off > fraction)), float(off.max()) if off.size else 0.0
-
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import count_isolated  # noqa: E402  (the tests' own count, so both read one rule)
 
 def human_view(name: str, height: int, yaw_deg: float, ortho: bool, model: str = "clean", seed: int = 0):
     """(internal normals, mask, K, true depth) of a front-ish view of a standing figure, with
