@@ -189,6 +189,9 @@ class PriorConfig:
     # (whose prior is weak: its start sigma), as 1.4826 x the median absolute residual per
     # measurement; never below this fraction of that start (docs/decisions.md#robust-prior)
     estimate_floor: float = 0.01
+    # a given sigma's first solve weighs the prior at the start sigma of one not given, so that
+    # its trust is first judged against a surface it barely pulled (docs/decisions.md#robust-prior)
+    weak_start: bool = False
     # a prior disagreeing on more than this share of its measurements gets a warning
     rejected_warn: float = 0.1
 

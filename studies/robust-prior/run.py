@@ -26,16 +26,23 @@ from fnin_cli.resources import limit_threads
 CANDIDATES = {"quadratic": (None, 1.0), "cauchy": ("cauchy", 2.385), "huber": ("huber", 1.345),
               "tukey": ("tukey", 4.685),
               # written after run 2: Cauchy where sigma is given, Huber where it is estimated
-              "cauchy-given": (("cauchy", 2.385), ("huber", 1.345))}
+              "cauchy-given": (("cauchy", 2.385), ("huber", 1.345)),
+              # written in round 5's third session (candidates 12 and 13): Tukey where sigma is
+              # given; and its first solve weighing a given sigma's prior weakly
+              "tukey-given": (("tukey", 4.685), ("huber", 1.345)),
+              "tukey-given-weak": (("tukey", 4.685), ("huber", 1.345), True)}
 PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma")
 
 
 def config_of(name: str):
-    """The candidate's configuration: one loss for every prior, or (given, estimated) pairs."""
+    """The candidate's configuration: one loss for every prior, or (given, estimated) pairs,
+    and True third where a given sigma's first solve is weak (``PriorConfig.weak_start``)."""
     c = CANDIDATES[name]
-    given, estimated = c if isinstance(c[0], tuple) else (c, c)
+    given, estimated = c[:2] if isinstance(c[0], tuple) else (c, c)
+    weak = len(c) == 3 and c[2] is True
     return replace(DEFAULT, prior=replace(DEFAULT.prior, loss=given[0], loss_scale=given[1],
-                                          estimated_loss=estimated[0], estimated_scale=estimated[1]))
+                                          estimated_loss=estimated[0], estimated_scale=estimated[1],
+                                          weak_start=weak))
 
 
 def main(argv=None) -> int:
