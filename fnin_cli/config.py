@@ -171,8 +171,8 @@ class PriorConfig:
     # None (a plain quadratic: a wrong patch pulls the whole surface), at this scale in sigmas
     # (the textbook constants of 95% efficiency: cauchy 2.385, huber 1.345, tukey 4.685); a
     # redescending loss rejects where the scale is known (docs/decisions.md#robust-prior)
-    loss: str | None = "cauchy"
-    loss_scale: float = 2.385
+    loss: str | None = "tukey"
+    loss_scale: float = 4.685
     # where sigma is estimated, a monotone loss: a redescending one with an estimated scale
     # lost whole objects on renders (docs/decisions.md#robust-prior)
     estimated_loss: str | None = "huber"
@@ -189,9 +189,6 @@ class PriorConfig:
     # (whose prior is weak: its start sigma), as 1.4826 x the median absolute residual per
     # measurement; never below this fraction of that start (docs/decisions.md#robust-prior)
     estimate_floor: float = 0.01
-    # a given sigma's first solve weighs the prior at the start sigma of one not given, so that
-    # its trust is first judged against a surface it barely pulled (docs/decisions.md#robust-prior)
-    weak_start: bool = False
     # a prior disagreeing on more than this share of its measurements gets a warning
     rejected_warn: float = 0.1
 

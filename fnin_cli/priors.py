@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from .config import DEFAULT, IntegrationConfig
-from .prior import PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, default_sigma, fit_disparity, fit_relative
+from .prior import PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity, fit_relative
 from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedWeights, anchored
@@ -130,11 +130,6 @@ class RobustPrior:
         self.estimate = not prior.sigma_given
         self.floor = float(c.estimate_floor)
         self.scale = 1.0                  # sigma / the prior's stated (or start) sigma
-        # a given sigma's first solve weighs the prior as if it were not given (at its start
-        # sigma, where that is wider): its trust is first judged against a surface it barely pulled
-        self.weak = self.estimate or bool(c.weak_start)
-        if self.weak and not self.estimate:
-            self.scale = max(1.0, default_sigma(prior.depth, system.camera.perspective) / float(prior.sigma))
         self.sigma = float(prior.sigma)   # the prior's sigma in its units, estimated where not given
         self.weights = np.ones(self.has.size)
 
@@ -161,9 +156,6 @@ class RobustPrior:
         (the prior places the piece), not the prior's error."""
         r = self.residual(z)
         first = _first_of(self.measurement, r.size)
-        if self.weak and not self.estimate:
-            self.scale = 1.0
-        self.weak = False
         if self.estimate:
             self.estimate = False
             i, j = self.pairs

@@ -44,13 +44,12 @@ class RunArgs:
     def iterations(self, objective: Objective) -> tuple:
         """(max_iter, tol) of a solve with fixed weights: one, or where a data term reweights
         itself and no rounds follow, ``PriorConfig.iterations`` stopping at its ``tol``; where
-        rounds follow and the depth prior's first solve weighs it weakly (its sigma still to be
-        estimated, or ``PriorConfig.weak_start``), two: the second weighs the prior at its
-        sigma with the trust the first set, so the rounds start from a surface it held
+        rounds follow and the depth prior's sigma is still to be estimated, two: the second
+        weighs the prior at its estimate, so the rounds start from a surface it held
         (docs/decisions.md#robust-prior)."""
         if objective.reweights and not self.rounds_follow:
             return self.config.prior.iterations, self.config.prior.tol
-        if objective.reweights and getattr(self.prior, "weak", False):
+        if objective.reweights and getattr(self.prior, "estimate", False):
             return 2, 0.0
         return 1, 0.0
 

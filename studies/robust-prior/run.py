@@ -27,22 +27,18 @@ CANDIDATES = {"quadratic": (None, 1.0), "cauchy": ("cauchy", 2.385), "huber": ("
               "tukey": ("tukey", 4.685),
               # written after run 2: Cauchy where sigma is given, Huber where it is estimated
               "cauchy-given": (("cauchy", 2.385), ("huber", 1.345)),
-              # written in round 5's third session (candidates 12 and 13): Tukey where sigma is
-              # given; and its first solve weighing a given sigma's prior weakly
-              "tukey-given": (("tukey", 4.685), ("huber", 1.345)),
-              "tukey-given-weak": (("tukey", 4.685), ("huber", 1.345), True)}
+              # written in round 5's third session (candidate 12): Tukey where sigma is given
+              # (candidate 13, `tukey-given-weak`, ran at a18ee89, whose PriorConfig.weak_start is gone)
+              "tukey-given": (("tukey", 4.685), ("huber", 1.345))}
 PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma")
 
 
 def config_of(name: str):
-    """The candidate's configuration: one loss for every prior, or (given, estimated) pairs,
-    and True third where a given sigma's first solve is weak (``PriorConfig.weak_start``)."""
+    """The candidate's configuration: one loss for every prior, or (given, estimated) pairs."""
     c = CANDIDATES[name]
-    given, estimated = c[:2] if isinstance(c[0], tuple) else (c, c)
-    weak = len(c) == 3 and c[2] is True
+    given, estimated = c if isinstance(c[0], tuple) else (c, c)
     return replace(DEFAULT, prior=replace(DEFAULT.prior, loss=given[0], loss_scale=given[1],
-                                          estimated_loss=estimated[0], estimated_scale=estimated[1],
-                                          weak_start=weak))
+                                          estimated_loss=estimated[0], estimated_scale=estimated[1]))
 
 
 def main(argv=None) -> int:
