@@ -179,8 +179,9 @@ class RobustPrior:
         each pixel far above the normals, so the first solve follows a wrong place and the
         rounds cut along its edge before any trust is judged. ``mode``: None (nothing),
         ``"one"`` (one field over the object) or ``"pieces"`` (one per piece of ``weights``,
-        stray pixels sharing one). A sigma still to be estimated is left to :meth:`update`."""
-        if mode is None or self.estimate or self.loss is None:
+        stray pixels sharing one). A full-size map's only (a block of a map at 1/k stands for
+        its pixels' mean); a sigma still to be estimated is left to :meth:`update`."""
+        if mode is None or self.estimate or self.loss is None or self.measurement is not None:
             return
         self.update(z, weights if mode == "pieces" else None, strays="shared")
 
