@@ -189,9 +189,6 @@ class PriorConfig:
     # (whose prior is weak: its start sigma), as 1.4826 x the median absolute residual per
     # measurement; never below this fraction of that start (docs/decisions.md#robust-prior)
     estimate_floor: float = 0.01
-    # where sigma is given, the trust is first judged against Stage II's start (the network's
-    # own depth) before any solve: None, "one" field or "pieces" (docs/decisions.md#robust-prior)
-    judge_start: str | None = None
     # a prior disagreeing on more than this share of its measurements gets a warning
     rejected_warn: float = 0.1
 

@@ -149,7 +149,7 @@ class RobustPrior:
         means = np.bincount(self.measurement, r) / np.maximum(counts, 1)
         return means[self.measurement]
 
-    def update(self, z: np.ndarray, weights: dict | None = None, strays: str = "own") -> None:
+    def update(self, z: np.ndarray, weights: dict | None = None) -> None:
         """The trust (and, once, the sigma) from z; ``weights``: the normals term's at z, whose
         pieces (:func:`~fnin_cli.solvers.pieces.cut_pieces`) each get a smooth field of their
         own: a step in the residuals where the normals are cut is the normals' ignorance
@@ -166,35 +166,22 @@ class RobustPrior:
         if self.loss is not None:
             if self.grid is None:
                 self.grid = FieldGrid(self.rc, self.shape, self.smooth)
-            dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, self._pieces(weights, strays),
-                                   self.grid)
+            dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, self._pieces(weights), self.grid)
             # the spread of the deviations: the prior's sigma, or wider where the normals'
             # error is rough between sparse measurements
             spread = 1.4826 * float(np.median(np.abs(dev[first]))) if first.size else 0.0
             self.weights = trust(dev / (self.k * max(self.scale, spread)), self.loss)
 
-    def judge_start(self, z: np.ndarray, weights: dict | None, mode: str | None) -> None:
-        """The trust judged once before the first solve, against ``z``, a depth that no solve
-        with the prior made (Stage II's start, the network's own): a full-size map weighs
-        each pixel far above the normals, so the first solve follows a wrong place and the
-        rounds cut along its edge before any trust is judged. ``mode``: None (nothing),
-        ``"one"`` (one field over the object) or ``"pieces"`` (one per piece of ``weights``,
-        stray pixels sharing one). A full-size map's only (a block of a map at 1/k stands for
-        its pixels' mean); a sigma still to be estimated is left to :meth:`update`."""
-        if mode is None or self.estimate or self.loss is None or self.measurement is not None:
-            return
-        self.update(z, weights if mode == "pieces" else None, strays="shared")
-
-    def _pieces(self, weights: dict | None, strays: str = "own"):
+    def _pieces(self, weights: dict | None):
         """Each prior pixel's piece under ``weights`` (mutual cuts), cut also along every
         occluding contour (:func:`occluding_edges`), pieces under ``min_pixels`` each their own
-        (-1; ``strays="shared"``: all in one); None without weights."""
+        (-1); None without weights."""
         if weights is None:
             return None
         # the components alone: the fields need the grouping, not cut_pieces' order by size
         raw = components(self.system, weights, self.cut, True, drop=self.contour)[0]
         piece = raw[self.has]
-        return np.where(np.bincount(raw)[piece] >= self.min_pixels, piece, -1 if strays == "own" else int(raw.max()) + 1)
+        return np.where(np.bincount(raw)[piece] >= self.min_pixels, piece, -1)
 
     def energy(self, z: np.ndarray) -> float:
         """The term's weighted squared residual at z with its current weights."""

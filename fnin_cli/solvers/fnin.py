@@ -61,8 +61,6 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant, args) -> tuple:
                 z_r = z_r + _level_shift(args.prior.at(None), z_r)
             if variant.bini_weights:
                 weights = bini_weights(system, z_r, config.solver.k)
-            if args.prior is not None and hasattr(args.prior, "judge_start"):
-                args.prior.judge_start(z_r, weights, config.prior.judge_start)
             objective = args.objective(system, FixedWeights(weights), z_r)
             z = stage2(system, weights, objective.terms, z_r, backend, own_rtol if args.rtol is None else args.rtol,
                        maxiter, args.hierarchy, config.solver.grid_coarse_scale, notes, *args.iterations(objective))

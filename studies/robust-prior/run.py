@@ -29,21 +29,18 @@ CANDIDATES = {"quadratic": (None, 1.0), "cauchy": ("cauchy", 2.385), "huber": ("
               "cauchy-given": (("cauchy", 2.385), ("huber", 1.345)),
               # written in round 5's third session (candidate 12): Tukey where sigma is given
               # (candidate 13, `tukey-given-weak`, ran at a18ee89, whose PriorConfig.weak_start is gone)
-              "tukey-given": (("tukey", 4.685), ("huber", 1.345)),
-              # candidates 16 and 17: the trust judged first against the network's depth
-              "start-one": (("tukey", 4.685), ("huber", 1.345), "one"),
-              "start-pieces": (("tukey", 4.685), ("huber", 1.345), "pieces")}
+              "tukey-given": (("tukey", 4.685), ("huber", 1.345))}
+# candidates 16-19 (start-one, start-pieces: PriorConfig.judge_start "one" / "pieces") ran at
+# be00b1e, whose judge_start is gone (README, candidates 16-19)
 PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma")
 
 
 def config_of(name: str):
-    """The candidate's configuration: one loss for every prior, or (given, estimated) pairs,
-    and a third, ``PriorConfig.judge_start``, where given."""
+    """The candidate's configuration: one loss for every prior, or (given, estimated) pairs."""
     c = CANDIDATES[name]
-    given, estimated = c[:2] if isinstance(c[0], tuple) else (c, c)
+    given, estimated = c if isinstance(c[0], tuple) else (c, c)
     return replace(DEFAULT, prior=replace(DEFAULT.prior, loss=given[0], loss_scale=given[1],
-                                          estimated_loss=estimated[0], estimated_scale=estimated[1],
-                                          judge_start=c[2] if len(c) == 3 else None))
+                                          estimated_loss=estimated[0], estimated_scale=estimated[1]))
 
 
 def main(argv=None) -> int:
