@@ -280,3 +280,50 @@ def test_persp_09s_back_plane_goes_behind_the_sphere_and_is_listed_so():
     assert align_and_errors(res.depth, gt, inp.mask, True)["made"] < 0.01
     (piece,) = res.loose_pieces                       # listed: how far behind, the normals do not say
     assert piece["placed"] in (placement.BEHIND, pieces.EXTRAPOLATED)
+
+
+# ------------------------------------------------------------------ pins as data
+
+def _ramp_in_wall(shape=(40, 48)):
+    """An orthographic flat wall (depth 100) with a rectangle of one tilted plane (slope 0.5
+    along both axes, 10 units off the wall), cut all round and split in two halves by a
+    cut down its middle: the halves touch (one plane), the rectangle and the wall do not
+    (its slope runs along every side). Returns (system, truth, halves' masks, weights)."""
+    cam = Camera(None, 1.0)
+    v, u = np.mgrid[:shape[0], :shape[1]].astype(float)
+    rect = (v >= 10) & (v < 30) & (u >= 10) & (u < 38)
+    left, right = rect & (u < 24), rect & (u >= 24)
+    depth = np.where(rect, 110.0 + 0.5 * (u - 10) + 0.5 * (v - 10), 100.0)
+    surf = analytic.from_depth_function(shape, cam, lambda uu, vv: (
+        depth, np.where(rect, 0.5, 0.0), np.where(rect, 0.5, 0.0)))
+    s = NormalSystem(np.nan_to_num(surf.normals), np.ones(shape, bool), cam)
+    a, b = left[s.mask], right[s.mask]
+    wl, wr = _cut_around(s, left), _cut_around(s, right)
+    w = {d: np.minimum(wl[d], wr[d]) for d in wl}
+    return s, s.at_pixels(depth), a, b, w
+
+
+def test_a_pinned_piece_carries_the_piece_it_touches():
+    """Issue 49 item 2 (pins as data): two loose halves of one plane, in contact with each
+    other and with nothing placing them against the wall. Pinning the wall and one half
+    puts the other half where its contact says, not where the weak connected reading left
+    it; one pin (the whole map's shift) moves nothing relative to the pin-free placement."""
+    from fnin_cli.solvers.steps import Pins
+
+    s, truth, a, b, w = _ramp_in_wall()
+    z = truth + 20.0 * a - 15.0 * b                     # both halves misplaced, apart
+    cfg, edge_p = DEFAULT, np.zeros((2,) + s.shape)
+    ra, ca = np.argwhere(s.to_image(a.astype(float), fill=0.0) > 0)[0]
+    pins = ((0, 0, 100.0), (int(ra), int(ca), float(s.to_image(truth)[ra, ca])))
+    pcs = Pieces(s, w)
+    ctx = Context(s, cfg, edge_p, None, pins)
+    placed, done = run_steps(AFTER_ROUNDS, z, pcs, ctx)
+    pinned, _ = run_steps((Pins(),), placed, pcs, ctx)
+    assert np.abs((pinned - truth)[a]).max() < 1e-9              # the pinned half: its pin
+    assert np.abs((pinned - truth)[b]).max() <= 1.0              # the other: carried by the contact
+    assert np.abs((pinned - truth)[~(a | b)]).max() < 1e-9       # the wall: the first pin
+    # without the second pin the halves keep the connected reading's place, together
+    alone, _ = run_steps(AFTER_ROUNDS, z, pcs, Context(s, cfg, edge_p, None, pins[:1]))
+    gap = (alone - truth)
+    assert np.ptp(gap[a]) < 1.0 and abs(float(np.median(gap[a]) - np.median(gap[b]))) <= 1.0
+    assert abs(float(np.median(gap[a]))) > 3.0                    # a reading, not the truth

@@ -190,7 +190,7 @@ def piece_links(system: NormalSystem, z: np.ndarray, labels: np.ndarray, nodes: 
     return Links(keys // nodes, keys % nodes, edges, contact, mid, connected, low, high, grazing)
 
 
-def solve_offsets(links: Links, nodes: int, contact_edges: int) -> tuple:
+def solve_offsets(links: Links, nodes: int, contact_edges: int, fixed: dict | None = None) -> tuple:
     """(t (nodes,), how (nodes,) str or None): the offsets that minimise
 
     sum over contacts of c |Δ - s| + sum over the rest of 1e-3 e |Δ - s_connected|
@@ -198,8 +198,10 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int) -> tuple:
 
     c a contact's agreeing edges, e a pair's edges, t_0 = 0 (the largest piece held); a pair
     with a grazing pixel on its boundary gets no connected reading (behind an occluding
-    contour it would pull the occluded side in front). ``how``: per piece, the evidence that
-    placed it (CONTACT, BEHIND, CONNECTED), None where nothing did.
+    contour it would pull the occluded side in front). ``fixed`` {piece: offset}: pieces
+    whose offsets the user's pins set (``--depth-at``), held there instead of the largest
+    piece, so that what touches them follows. ``how``: per piece, the evidence that placed
+    it (CONTACT, BEHIND, CONNECTED), None where nothing did or a pin does.
     """
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
@@ -236,7 +238,12 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int) -> tuple:
     a_ub = coo_matrix((vals, (rows, cols)), shape=(nh, nvar)) if nh else None
     bnds = np.zeros((nvar, 2))
     bnds[:, 1] = np.inf
-    bnds[[0, nt], 1] = 0.0                   # the largest piece is held
+    fixed = {k: v for k, v in (fixed or {}).items() if k < nt}
+    if not fixed:
+        fixed = {0: 0.0}                     # the largest piece is held
+    for k, v in fixed.items():               # t_k = tp_k - tn_k = v exactly
+        bnds[k] = max(v, 0.0)
+        bnds[nt + k] = max(-v, 0.0)
     res = linprog(cost, A_ub=a_ub, b_ub=np.array(rub) if nh else None, A_eq=a_eq,
                   b_eq=np.array(rhs) if nterm else None, bounds=bnds, method="highs")
     t = res.x[:nt] - res.x[nt:2 * nt] if res.status == 0 else np.zeros(nt)
@@ -247,16 +254,17 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int) -> tuple:
         for i in np.flatnonzero(flag):
             for k in (int(links.a[i]), int(links.b[i])):
                 how[k] = label
-    how[0] = None
+    for k in fixed:
+        how[k] = None
     return t, how
 
 
 def place_pieces(system: NormalSystem, z: np.ndarray, labels: np.ndarray, sizes: np.ndarray, view_cos,
                  min_pixels: int, tol: float, contact_edges: int, occlusion_cos: float | None,
-                 touch_tol: float = np.inf) -> tuple:
+                 touch_tol: float = np.inf, fixed: dict | None = None) -> tuple:
     """z with every piece of at least ``min_pixels`` (labels run largest first) shifted by
-    :func:`solve_offsets`, and ([(label, pixels, shift)] of those that moved, {label: how}
-    for those: the evidence that placed them).
+    :func:`solve_offsets` (``fixed``: its pinned pieces' offsets), and ([(label, pixels,
+    shift)] of those that moved, {label: how} for those: the evidence that placed them).
     Smaller pieces are not unknowns here: their edges are not read.
 
     Examples
@@ -286,11 +294,11 @@ def place_pieces(system: NormalSystem, z: np.ndarray, labels: np.ndarray, sizes:
     links = piece_links(system, z, labels, nodes, cos, tol, occlusion_cos, touch_tol)
     if links.a.size == 0:
         return z, [], {}
-    t, how = solve_offsets(links, nodes, contact_edges)
+    t, how = solve_offsets(links, nodes, contact_edges, fixed)
     # a piece the solve left where it was (within 1e-9) keeps its z and its reading
     shift = np.zeros(len(sizes))
     moving = np.flatnonzero(np.abs(t) > 1e-9)
     shift[moving] = t[moving]
     z += shift[labels]                      # one pass over the pixels, not one per piece
     moved = [(int(k), int(sizes[k]), float(t[k])) for k in moving]
-    return z, moved, {k: how[k] for k, _, _ in moved}
+    return z, moved, {k: how[k] for k, _, _ in moved if how[k] is not None}

@@ -127,13 +127,29 @@ class Placement:
         # those held only by one-sided edges included (what the result lists)
         labels, sizes = pieces.joined if self.after else pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
-                                     r.contact_edges, r.occlusion_cos, r.touch_tol)
+                                     r.contact_edges, r.occlusion_cos, r.touch_tol,
+                                     pinned_offsets(ctx, z, labels) if self.after else None)
         done = Done(moved, placed=how if self.after else {})
         if not self.after:
             done.notes = [f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: "
                           "placed by the most connected reading (no jump on average across it); --depth-prior "
                           "places it" for k, said in how.items() if said == CONNECTED]
         return z, done
+
+
+def pinned_offsets(ctx: Context, z: np.ndarray, labels: np.ndarray) -> dict:
+    """{piece: offset} that ``--depth-at``'s pins give the pieces of ``labels`` holding one,
+    relative to z as :class:`Pins` will first shift it whole (to the first pin): the
+    placement holds them there so that what touches them follows. A piece with two pins is
+    left out (:class:`Pins` refuses it)."""
+    if len(ctx.pins) < 2:
+        return {}                        # none, or one: the whole map's shift alone
+    persp = ctx.system.camera.perspective
+    at = [int(ctx.system.index[r, c]) for r, c, _ in ctx.pins]
+    want = [float(np.log(d)) if persp else float(d) for _, _, d in ctx.pins]
+    whole = want[0] - z[at[0]]
+    keys = [int(labels[i]) for i in at]
+    return {k: want[j] - z[at[j]] - whole for j, k in enumerate(keys) if keys.count(k) == 1}
 
 
 class Pins:
