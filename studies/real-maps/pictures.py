@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 DATA = ROOT.parent / "shared" / "data"
 
-from fnin_cli.checks.decoding import Decoding, _domain, decode  # noqa: E402
+from fnin_cli.checks.cues import domain  # noqa: E402
+from fnin_cli.checks.decodings import Decoding, decode  # noqa: E402
 from fnin_cli.errors import FninError  # noqa: E402
 from fnin_cli.io import read_array, read_mask  # noqa: E402
 from fnin_cli.pipeline import load_input  # noqa: E402
@@ -100,7 +101,7 @@ def unit_share(path):
     raw, bd = read_array(path)
     raw = raw[..., :3]
     bd = None if raw.dtype.kind == "f" else bd
-    dom = _domain(raw, bd, Decoding(), 0.25)[1]
+    dom = domain(raw, bd, Decoding(), 0.25)[1]
     length = np.linalg.norm(decode(raw, bd, Decoding())[dom], axis=-1)
     return round(float(dom.mean()), 4), round(float(np.mean(np.abs(length - 1) <= 0.1)), 4)
 
