@@ -115,6 +115,7 @@ class RobustPrior:
         # 1 / sigma_z per prior pixel, in the unknown's units: c0 = share (noise / sigma_z)^2
         self.inv_sigma = np.sqrt(self.c0 / share) / PRIOR_NORMAL_NOISE
         self.measurement = _measurements(prior, mask, self.has)
+        self.first = _first_of(self.measurement, self.has.size)   # one pixel per measurement
         self.pairs = neighbour_pairs(prior, mask, self.has, self.measurement) if not prior.sigma_given else None
         rows, cols = np.nonzero(mask)
         self.rc = (rows[self.has], cols[self.has])
@@ -155,7 +156,7 @@ class RobustPrior:
         own: a step in the residuals where the normals are cut is the normals' ignorance
         (the prior places the piece), not the prior's error."""
         r = self.residual(z)
-        first = _first_of(self.measurement, r.size)
+        first = self.first
         if self.estimate:
             self.estimate = False
             i, j = self.pairs
@@ -190,7 +191,7 @@ class RobustPrior:
 
     def rejected(self) -> float:
         """The share of the prior's measurements whose trust is below one half."""
-        first = _first_of(self.measurement, self.weights.size)
+        first = self.first
         return float(np.mean(self.weights[first] < 0.5)) if first.size else 0.0
 
     def trusted(self, mask: np.ndarray) -> np.ndarray:
@@ -262,21 +263,25 @@ def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, sca
     if not on.any():
         return out
     n_groups = int(group.max()) + 1
-    gh, gw, g = grid.gh, grid.gw, group[on]
-    at = g * (gh * gw) + grid.cell_at[on]
+    gh, gw = grid.gh, grid.gw
+    # every pixel through the same arithmetic, a stray one in group 0 with no weight (adding
+    # 0.0 changes no sum), then put back: no masked copy of the grid's arrays per call
+    every = bool(on.all())
+    base = (group if every else np.maximum(group, 0)) * (gh * gw)
+    at = base + grid.cell_at
     size = n_groups * gh * gw
-    num = np.bincount(at, weight[on] * r[on], size).reshape(n_groups, gh, gw)
-    den = np.bincount(at, weight[on], size).reshape(n_groups, gh, gw)
+    w = weight if every else np.where(on, weight, 0.0)
+    num = np.bincount(at, w * r if every else np.where(on, weight * r, 0.0), size).reshape(n_groups, gh, gw)
+    den = np.bincount(at, w, size).reshape(n_groups, gh, gw)
     s = (0.0, scale / grid.cell, scale / grid.cell)      # every piece's grid at once, none into another
     num, den = gaussian_filter(num, s, mode="constant"), gaussian_filter(den, s, mode="constant")
     field = np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12 * max(float(den.max()), 1e-300))
     flat = field.reshape(-1)
-    base = g * (gh * gw)
-    fy, fx = grid.fy[on], grid.fx[on]
-    i00, i01, i10, i11 = (i[on] for i in grid.corners)
-    out[on] = ((1 - fy) * ((1 - fx) * flat[base + i00] + fx * flat[base + i01])
-               + fy * ((1 - fx) * flat[base + i10] + fx * flat[base + i11]))
-    return out
+    fy, fx = grid.fy, grid.fx
+    i00, i01, i10, i11 = grid.corners
+    smooth = ((1 - fy) * ((1 - fx) * flat[base + i00] + fx * flat[base + i01])
+              + fy * ((1 - fx) * flat[base + i10] + fx * flat[base + i11]))
+    return smooth if every else np.where(on, smooth, out)
 
 
 class FieldGrid:
