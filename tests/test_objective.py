@@ -129,6 +129,27 @@ def test_a_term_that_reweights_itself_is_asked_each_iteration_and_drops_an_outli
     assert robust.calls >= 2 and r.iterations >= 1
 
 
+def test_solves_after_the_first_take_their_own_tolerance(monkeypatch):
+    """``InnerSolve.rtol_after``: the first solve at ``rtol``, every later one at
+    ``rtol_after`` (a second solve that must travel from the first; round 5's robust-prior
+    candidate 15c)."""
+    s, z = _plane()
+    target = z.copy()
+    target[:5] += 5.0
+    seen = []
+    solve = NormalSystem.solve
+
+    def spy(self, *a, **k):
+        seen.append(k["rtol"])
+        return solve(self, *a, **k)
+
+    monkeypatch.setattr(NormalSystem, "solve", spy)
+    minimise(anchored(s, FixedWeights(None), 0.0, None, _Trusted(target, 0.05, 1.0)), z + 1.0,
+             InnerSolve("amg", 1e-3, rtol_after=1e-6), max_iter=3)
+    assert seen[0] == 1e-3 and len(seen) >= 2 and set(seen[1:]) == {1e-6}
+    assert InnerSolve(rtol=1e-3).tolerance(False) == 1e-3        # none given: the same for all
+
+
 def test_a_start_that_solves_the_system_stops_at_once():
     s, z = _plane()
     obj = Objective(s, BilateralWeights(2.0), (FixedTerm(DataTerm(1e-3, z)),))

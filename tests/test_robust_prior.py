@@ -206,6 +206,15 @@ def test_the_sigma_is_estimated_before_the_rounds_start():
 
     objective = run.args.objective(run.system, FixedWeights(None))
     assert run.args.iterations(objective) == (1, 0.0)                          # estimated: one solve again
+    # the second solve at the method's own tolerance (candidate 15c): a map's, not a given
+    # sigma's, nor points' (they keep their weight: nothing for that solve to travel to)
+    estimating = prior_kind(unknown, DEFAULT).term(run.system)
+    assert replace(run.args, prior=estimating).second_rtol(1e-4) == 1e-4
+    assert replace(run.args, prior=prior_kind(replace(unknown, sigma_given=True), DEFAULT).term(run.system)
+                   ).second_rtol(1e-4) is None
+    assert replace(run.args, prior=estimating, rounds_follow=False).second_rtol(1e-4) is None
+    points = replace(unknown, block=0)
+    assert replace(run.args, prior=prior_kind(points, DEFAULT).term(run.system)).second_rtol(1e-4) is None
     given = replace(unknown, sigma=sigma, sigma_given=True)
     assert prior_kind(given, DEFAULT).term(run.system).estimate is False
     err = [float(np.mean(np.abs(integrate(inp, depth_prior=p).depth - gt)[inp.mask])) for p in (unknown, given)]

@@ -63,7 +63,8 @@ def run_fnin(system: NormalSystem, inp, variant: FninVariant, args) -> tuple:
                 weights = bini_weights(system, z_r, config.solver.k)
             objective = args.objective(system, FixedWeights(weights), z_r)
             z = stage2(system, weights, objective.terms, z_r, backend, own_rtol if args.rtol is None else args.rtol,
-                       maxiter, args.hierarchy, config.solver.grid_coarse_scale, notes, *args.iterations(objective))
+                       maxiter, args.hierarchy, config.solver.grid_coarse_scale, notes, *args.iterations(objective),
+                       rtol_after=args.second_rtol(own_rtol))
             seconds["solve"] = time.perf_counter() - t2
     if notes or not variant.solve:
         backend = backend.on_cpu()     # what follows solves where Stage II did

@@ -41,6 +41,8 @@ class InnerSolve:
         backend's own (``Backend.linear``).
     rtol, maxiter : float, int
         PCG's relative tolerance (to the data's right-hand side) and iteration cap.
+    rtol_after : float, optional
+        The tolerance of every solve after the first (None: ``rtol``).
     hierarchy : AMGCache, optional
         One AMG hierarchy kept across solves, its operators refreshed for new weights.
     coarse_scale : float
@@ -52,6 +54,11 @@ class InnerSolve:
     maxiter: int = 5000
     hierarchy: AMGCache | None = None
     coarse_scale: float = 1.5
+    rtol_after: float | None = None
+
+    def tolerance(self, first: bool) -> float:
+        """The tolerance of the first solve, or of one after it."""
+        return self.rtol if first or self.rtol_after is None else self.rtol_after
 
 
 @dataclass
@@ -121,7 +128,7 @@ def _run(ops, objective: Objective, z0, max_iter: int, tol: float, callback) -> 
     term = ops.term(None)          # the data terms as they are: updated from z after each solve
     it = 0
     for it in range(1, max_iter + 1):
-        z, inner = ops.solve(z, weights, term)
+        z, inner = ops.solve(z, weights, term, it == 1)
         stop = inner == 0
         if iterate and not stop:
             weights, new_energy = ops.weights_and_energy(z)
@@ -164,9 +171,9 @@ class _CpuOps:
     def term(self, z, weights=None):
         return self.objective.data(z, weights)
 
-    def solve(self, z, weights, term):
+    def solve(self, z, weights, term, first: bool = True):
         s = self.solve_with
-        z, info = self.objective.system.solve(weights, term, x0=z, method=self.method, rtol=s.rtol,
+        z, info = self.objective.system.solve(weights, term, x0=z, method=self.method, rtol=s.tolerance(first),
                                               maxiter=s.maxiter, hierarchy=s.hierarchy)
         if s.hierarchy is not None and info.iterations and self.objective.rule.reweights:
             # the next weights change the matrix: a slow solve asks for a fresh hierarchy
@@ -222,9 +229,9 @@ class _GridOps:
             w = self.weights_out(weights)
         return self.grid.term(self.objective.data(self.vector(z) if reads else None, w))
 
-    def solve(self, z, weights, term):
+    def solve(self, z, weights, term, first: bool = True):
         s = self.solve_with
-        z_new, iterations, _ = self.grid.solve(weights, term, z, s.rtol, s.maxiter, s.coarse_scale)
+        z_new, iterations, _ = self.grid.solve(weights, term, z, s.tolerance(first), s.maxiter, s.coarse_scale)
         return z_new, iterations
 
     def vector(self, z):

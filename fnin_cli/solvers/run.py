@@ -53,6 +53,14 @@ class RunArgs:
             return 2, 0.0
         return 1, 0.0
 
+    def second_rtol(self, own: float) -> float | None:
+        """The tolerance of Stage II's solves after its first where it solves twice for a
+        prior map (its sigma estimated, then its trust): the method's ``own``, since at the
+        rounds' looser one the second solve stops before it has travelled from the first
+        (docs/decisions.md#robust-prior); None: as the first."""
+        twice = getattr(self.prior, "estimate", False) and getattr(self.prior, "loss", None) is not None
+        return own if twice and self.rounds_follow else None
+
     def prior_level(self):
         """The depth prior's level over the masked pixels (:func:`prior_level`), None without one."""
         return None if self.prior is None else prior_level(self.prior.at(None))

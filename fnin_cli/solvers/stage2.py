@@ -154,7 +154,7 @@ def model_weights(system: NormalSystem, p_img, omega_img, one_shot: OneShotConfi
 def stage2(system: NormalSystem, weights: dict, term, x0: np.ndarray, backend: Backend = CPU,
            rtol: float = DEFAULT.one_shot.solve_rtol, maxiter: int = DEFAULT.solver.maxiter,
            hierarchy: AMGCache | None = None, coarse_scale: float = DEFAULT.solver.grid_coarse_scale,
-           notes: list | None = None, max_iter: int = 1, tol: float = 0.0) -> np.ndarray:
+           notes: list | None = None, max_iter: int = 1, tol: float = 0.0, rtol_after: float | None = None) -> np.ndarray:
     """One WLS solve with fixed ``weights`` started at ``x0`` (z_R): the network's weights
     (:func:`model_weights`; fnin), or BiNI's from z_R (:func:`~fnin_cli.solvers.objective.bini_weights`;
     fnin-s). ``term``: an :class:`~fnin_cli.solvers.objective.Objective`'s data terms (a tuple
@@ -162,8 +162,9 @@ def stage2(system: NormalSystem, weights: dict, term, x0: np.ndarray, backend: B
     lam (z - z_R)^2). ``backend``: where it solves (on a grid: ``coarse_scale`` is the
     V-cycle's; where the GPU's memory runs out, on the CPU, and ``notes`` says so);
     ``hierarchy``: see :func:`~fnin_cli.solvers.linear.solve_spd`; ``max_iter``, ``tol``:
-    more than one solve where a term reweights itself (:func:`~fnin_cli.solvers.irls.minimise`).
-    Returns z."""
+    more than one solve where a term reweights itself (:func:`~fnin_cli.solvers.irls.minimise`),
+    those after the first to ``rtol_after`` (None: ``rtol``). Returns z."""
     terms = (FixedTerm(term),) if isinstance(term, DataTerm) else tuple(term)
     return minimise(Objective(system, FixedWeights(weights), terms), x0,
-                    InnerSolve(None, rtol, maxiter, hierarchy, coarse_scale), backend, max_iter, tol, notes=notes).z
+                    InnerSolve(None, rtol, maxiter, hierarchy, coarse_scale, rtol_after), backend, max_iter, tol,
+                    notes=notes).z
