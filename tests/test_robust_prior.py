@@ -12,7 +12,7 @@ from fnin_cli import io
 from fnin_cli.config import DEFAULT
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.prior import DepthPrior
-from fnin_cli.priors import RobustPrior, neighbour_pairs, smooth_field, trust
+from fnin_cli.priors import neighbour_pairs, smooth_field, trust
 
 from helpers import camera, smooth_surface
 from helpers_cli import invoke
