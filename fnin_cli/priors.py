@@ -252,7 +252,6 @@ def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, sca
     from scipy.ndimage import gaussian_filter   # here: `fnin --help` need not load scipy
 
     grid = FieldGrid(rc, shape, scale) if grid is None else grid
-    out = r.astype(np.float64, copy=True)          # a pixel that is its own field
     if piece is None:
         group = np.zeros(r.size, np.int64)
     else:                                          # the pieces present, numbered from 0 in order; -1 stays
@@ -261,7 +260,7 @@ def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, sca
         group = np.where(piece >= 0, np.cumsum(present)[np.maximum(piece, 0)] - 1, -1)
     on = group >= 0
     if not on.any():
-        return out
+        return r.astype(np.float64, copy=True)     # every pixel its own field
     n_groups = int(group.max()) + 1
     gh, gw = grid.gh, grid.gw
     # every pixel through the same arithmetic, a stray one in group 0 with no weight (adding
@@ -281,7 +280,7 @@ def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, sca
     i00, i01, i10, i11 = grid.corners
     smooth = ((1 - fy) * ((1 - fx) * flat[base + i00] + fx * flat[base + i01])
               + fy * ((1 - fx) * flat[base + i10] + fx * flat[base + i11]))
-    return smooth if every else np.where(on, smooth, out)
+    return smooth if every else np.where(on, smooth, r.astype(np.float64))   # a stray pixel: its own field
 
 
 class FieldGrid:

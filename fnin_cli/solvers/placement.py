@@ -97,10 +97,10 @@ def _boundary(system: NormalSystem, labels: np.ndarray, nodes: int):
 
 
 def outline_pixels(system: NormalSystem) -> np.ndarray:
-    """(n,) bool: the masked pixels with a 4-neighbour outside the mask or the image."""
-    m = np.pad(system.mask, 1)
-    inner = m[1:-1, 1:-1] & m[:-2, 1:-1] & m[2:, 1:-1] & m[1:-1, :-2] & m[1:-1, 2:]
-    return ~inner[system.mask]
+    """(n,) bool: the masked pixels with a 4-neighbour outside the mask or the image (those
+    that lack one of the system's one-sided differences)."""
+    h = system.has
+    return ~(h["u+"] & h["u-"] & h["v+"] & h["v-"])
 
 
 def _best_intervals(pair: np.ndarray, lo: np.ndarray, hi: np.ndarray, m: int) -> tuple:

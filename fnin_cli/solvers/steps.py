@@ -144,12 +144,17 @@ def pinned_offsets(ctx: Context, z: np.ndarray, labels: np.ndarray) -> dict:
     left out (:class:`Pins` refuses it)."""
     if len(ctx.pins) < 2:
         return {}                        # none, or one: the whole map's shift alone
-    persp = ctx.system.camera.perspective
     at = [int(ctx.system.index[r, c]) for r, c, _ in ctx.pins]
-    want = [float(np.log(d)) if persp else float(d) for _, _, d in ctx.pins]
+    want = [t for _, _, t in pin_targets(ctx)]
     whole = want[0] - z[at[0]]
     keys = [int(labels[i]) for i in at]
     return {k: want[j] - z[at[j]] - whole for j, k in enumerate(keys) if keys.count(k) == 1}
+
+
+def pin_targets(ctx: Context) -> list:
+    """``--depth-at``'s pins as [(row, col, unknown)]: log-depth under perspective, else depth."""
+    persp = ctx.system.camera.perspective
+    return [(r, c, float(np.log(d)) if persp else float(d)) for r, c, d in ctx.pins]
 
 
 class Pins:
@@ -162,8 +167,7 @@ class Pins:
         return len(ctx.pins) > 1
 
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
-        persp = ctx.system.camera.perspective
-        targets = [(r, c, float(np.log(d)) if persp else float(d)) for r, c, d in ctx.pins]
+        targets = pin_targets(ctx)
         r0, c0, t0 = targets[0]
         z = z + (t0 - z[ctx.system.index[r0, c0]])
         try:
