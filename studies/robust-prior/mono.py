@@ -25,14 +25,25 @@ from fnin_cli.resources import limit_threads
 
 # PriorConfig fields per candidate; "today": the fuse as it was before candidate 20
 CANDIDATES = {
-    "today": dict(place_before_fuse=False, piece_sigmas=None, fuse_within_pieces=False, fit_pieces=False),
-    "20b": dict(place_before_fuse=True, piece_sigmas=None, fuse_within_pieces=False, fit_pieces=False),
-    "20c": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=False, fit_pieces=False),
-    "20d": dict(place_before_fuse=False, piece_sigmas=None, fuse_within_pieces=True, fit_pieces=False),
-    "20e": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=True, fit_pieces=False),
+    "today": dict(place_before_fuse=False, piece_sigmas=None, fuse_within_pieces=False, fit_pieces=False,
+                  placement_data=False),
+    "20b": dict(place_before_fuse=True, piece_sigmas=None, fuse_within_pieces=False, fit_pieces=False,
+                placement_data=False),
+    "20c": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=False, fit_pieces=False,
+                placement_data=False),
+    "20d": dict(place_before_fuse=False, piece_sigmas=None, fuse_within_pieces=True, fit_pieces=False,
+                placement_data=False),
+    "20e": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=True, fit_pieces=False,
+                placement_data=False),
     # 20f: 20e with the keep read from the pieces' mean residual and the fit over every piece
-    "20f": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=True, fit_pieces=True),
+    "20f": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=True, fit_pieces=True,
+                placement_data=False),
+    # 20g: 20f with the prior's word as data of a placement solve instead of the keep (20h: the
+    # same entry on 20h's code, the contact weight on unbounded pairs only)
+    "20g": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=True, fit_pieces=True,
+                placement_data=True),
 }
+CANDIDATES["20h"] = CANDIDATES["20g"]
 # 20b-20e ran with the keep on the median residual (renders_*.json, the commit before 20f)
 PRIORS = ("mono-depth", "mono-disparity")
 
