@@ -191,25 +191,6 @@ class PriorConfig:
     estimate_floor: float = 0.01
     # a prior disagreeing on more than this share of its measurements gets a warning
     rejected_warn: float = 0.1
-    # a relative (or disparity) prior moves a loose piece of the result only where its offset
-    # there disagrees with the normals' placement by more than this many of its sigmas (a
-    # smooth warp fitted on one piece is off on another); None: always
-    # (docs/decisions.md#relative-pieces)
-    piece_sigmas: float | None = 3.0
-    # a prior fused after the rounds (relative, disparity) lets the default's placements run
-    # before it, as without a prior (docs/decisions.md#relative-pieces)
-    place_before_fuse: bool = True
-    # the fuse's normals term keeps only the edges within the result's pieces: the weak
-    # one-sided weights across a cut do not pull a placed piece back (docs/decisions.md#relative-pieces)
-    fuse_within_pieces: bool = True
-    # a relative (or disparity) prior's affine map is fitted over every piece of the result,
-    # each with an offset of its own, not the main piece alone (a flat main piece says
-    # nothing of the slope) (docs/decisions.md#relative-pieces)
-    fit_pieces: bool = True
-    # the prior's word on each loose piece is data of a placement solve in the fuse (free
-    # within piece_sigmas), beside the contacts and occluding contours; False: the keep alone
-    # (docs/decisions.md#relative-pieces)
-    placement_data: bool = True
 
 
 @dataclass(frozen=True)

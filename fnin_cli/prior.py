@@ -290,7 +290,7 @@ def _read_points(path: Path, shape):
 
 # ------------------------------------------------------------------ relative priors
 
-def robust_affine(p: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int = 10, groups=None) -> tuple:
+def robust_affine(p: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int = 10) -> tuple:
     """(a, b, spread): the affine map d ~ a p + b fitted by iteratively reweighted least
     squares with Cauchy's weight at 2.385 times the residuals' robust spread (1.4826 x their
     median absolute value), each point also weighted by ``w``: a blurred edge or a warped
@@ -305,22 +305,17 @@ def robust_affine(p: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int =
     (2.0, 1.0)
     """
     weight = w.astype(np.float64)
-    cols = [p, np.ones(p.size)]
-    if groups is not None:          # an offset of its own per group other than 0
-        for k in np.unique(groups[groups > 0]):
-            cols.append((groups == k).astype(np.float64))
-    A = np.stack(cols, 1)
-    x = np.zeros(A.shape[1])
+    a, b = 1.0, 0.0
     for _ in range(iterations):
         sw = np.sqrt(weight)
-        x, *_ = np.linalg.lstsq(A * sw[:, None], d * sw, rcond=None)
-        r = d - A @ x
+        (a, b), *_ = np.linalg.lstsq(np.stack([p, np.ones(p.size)], 1) * sw[:, None], d * sw, rcond=None)
+        r = d - (a * p + b)
         spread = 1.4826 * float(np.median(np.abs(r)))
         if spread <= 0:
             break
         weight = w / (1.0 + (r / (2.385 * spread)) ** 2)
-    r = d - A @ x
-    return float(x[0]), float(x[1]), 1.4826 * float(np.median(np.abs(r)))
+    r = d - (a * p + b)
+    return float(a), float(b), 1.4826 * float(np.median(np.abs(r)))
 
 
 def _fit_points(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, what: str) -> np.ndarray:
@@ -331,7 +326,7 @@ def _fit_points(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, what: st
     return m
 
 
-def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, positive: bool = True, groups=None) -> tuple:
+def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, positive: bool = True) -> tuple:
     """(the prior mapped onto ``depth``, the map): a relative prior's depths p taken to
     a p + b, the affine map of depth that fits them to an integrated ``depth`` (relative
     depth, NaN outside ``mask``) robustly (:func:`robust_affine`); its sigma becomes the
@@ -339,15 +334,14 @@ def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, positiv
     depth; orthographic depth has any offset). Raises :class:`FninError` where the prior
     and the depth share fewer than 3 pixels."""
     m = _fit_points(prior, depth, mask, "relative depth")
-    a, b, spread = robust_affine(prior.depth[m].astype(np.float64), depth[m], np.sqrt(prior.share[m]),
-                                 groups=None if groups is None else groups[m])
+    a, b, spread = robust_affine(prior.depth[m].astype(np.float64), depth[m], np.sqrt(prior.share[m]))
     fitted = a * prior.depth.astype(np.float64) + b
     fitted[~(np.isfinite(fitted) & ((fitted > 0) | (not positive)))] = np.nan
     sigma = max(spread, 1e-9 * float(np.nanmedian(np.abs(depth[m]))))
     return replace(prior, depth=fitted, sigma=sigma, sigma_given=True), (a, b)
 
 
-def fit_disparity(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, groups=None) -> tuple:
+def fit_disparity(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray) -> tuple:
     """(the prior as depth on ``depth``'s scale, the map): a disparity prior's values D
     (inverse depth up to an affine map, as monocular networks give it) taken to the depth
     1 / (a D + b), the affine map of D fitted robustly (:func:`robust_affine`) to the
@@ -355,13 +349,11 @@ def fit_disparity(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, groups
     a D + b <= 0 it has none. Its sigma is the robust spread of the mapped depth about
     ``depth``."""
     m = _fit_points(prior, depth, mask, "disparity")
-    a, b, _ = robust_affine(prior.depth[m].astype(np.float64), 1.0 / depth[m], np.sqrt(prior.share[m]),
-                            groups=None if groups is None else groups[m])
+    a, b, _ = robust_affine(prior.depth[m].astype(np.float64), 1.0 / depth[m], np.sqrt(prior.share[m]))
     q = a * prior.depth.astype(np.float64) + b
     fitted = np.full(q.shape, np.nan)
     np.divide(1.0, q, out=fitted, where=np.isfinite(q) & (q > 0))
-    on = m if groups is None else m & (groups == 0)     # the other groups' offsets are their own
-    r = fitted[on] - depth[on]
+    r = fitted[m] - depth[m]
     spread = 1.4826 * float(np.nanmedian(np.abs(r))) if np.isfinite(r).any() else 0.0
     sigma = max(spread, 1e-9 * float(np.nanmedian(np.abs(depth[m]))))
     return replace(prior, depth=fitted, kind="relative", sigma=sigma, sigma_given=True), (a, b)

@@ -383,72 +383,25 @@ class AbsolutePrior(_Kind):
         return fitted, ""
 
 
-def place_with_prior(term: RobustPrior, z: np.ndarray, pieces, config: IntegrationConfig = DEFAULT) -> tuple:
-    """(z with the result's loose pieces placed again, {piece: how} for those that moved):
-    the placement solve (:func:`~fnin_cli.solvers.placement.solve_offsets`: contacts,
-    occluding contours, connected readings at z) with the fitted prior's word on each piece
-    of at least ``min_pixels`` as data: its mean residual less the main piece's, weighted by
-    its measurements (pixels / ``RELATIVE_BLOCK``^2), free within ``piece_sigmas`` of the
-    prior's sigma. A piece the prior puts beyond that band is solved again with the band
-    closed: beyond its noise the prior moves it all the way, as far as the occluding
-    contours let it."""
-    from .solvers.placement import HINGE, piece_links, solve_offsets
-
-    labels, sizes = pieces.joined
-    nodes = int(np.searchsorted(-np.asarray(sizes), -pieces.config.min_pixels, side="right"))
-    if nodes < 2:
-        return z, {}
-    r = config.rounds
-    links = piece_links(term.system, z, labels, nodes, view_cosine(term.system), pieces.config.agree_tol,
-                        r.occlusion_cos, r.touch_tol)
-    if links.a.size == 0:
-        return z, {}
-    has = term.has
-    res = term.target[has] - z[has]
-    lab = labels[has]
-    on_main = lab == 0
-    if not on_main.any():
-        return z, {}
-    main = float(np.mean(res[on_main]))
-    data = []
-    for k in range(1, nodes):
-        on = lab == k
-        if on.any():
-            band = float(config.prior.piece_sigmas) / float(np.median(term.inv_sigma[on]))
-            data.append((k, float(np.mean(res[on])) - main, on.sum() / RELATIVE_BLOCK ** 2, band))
-    contact = r.contact_edges if r.contact_edges is not None else 3
-    t, how = solve_offsets(links, nodes, contact, None, data, HINGE)
-    beyond = [j for j, (k, d, w, band) in enumerate(data) if abs(t[k] - d) > band * (1 - 1e-6)]
-    if beyond:
-        data = [(k, d, w, 0.0 if j in beyond else band) for j, (k, d, w, band) in enumerate(data)]
-        t, how = solve_offsets(links, nodes, contact, None, data, HINGE)
-    shift = np.zeros(sizes.size)
-    shift[:nodes] = np.where(np.abs(t) > 1e-9, t, 0.0)
-    return z + shift[labels], {k: how[k] for k in range(1, nodes) if shift[k] != 0 and how[k] is not None}
-
-
 class RelativePrior(_Kind):
     """Depth known up to an affine map: fitted robustly to the result and fused after the
     rounds, its term robust too (:class:`RobustPrior`): a monocular network's blur at an
     edge or warp in a corner is let go, and it places what the normals cannot."""
 
     fuses = True        # solves after the rounds, with their AMG hierarchy
-    placed: dict = {}   # {piece: how} for the pieces its placement moved (the fuse's)
     what = "relative depth prior fitted (affine in depth) and fused"
 
     def term(self, system):
         return None
 
-    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool, groups=None) -> DepthPrior:
+    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool) -> DepthPrior:
         """The prior as depth on the result's scale (:func:`~fnin_cli.prior.fit_relative`)."""
-        return fit_relative(self.prior, depth, main, perspective, groups)[0]
+        return fit_relative(self.prior, depth, main, perspective)[0]
 
     def fuse(self, run, z: np.ndarray, pieces) -> tuple:
         """(z, fitted prior): the prior fitted to the result z on the result's main piece
         (mutual cuts: whose shape and placement the normals fix, :meth:`fit`), each pixel counting 1/RELATIVE_BLOCK^2 of a
-        measurement (a network's neighbouring values are not independent), its offset on
-        each loose piece that it places within its noise of the normals' placement taken
-        away (:func:`keep_placements`), then minimised
+        measurement (a network's neighbouring values are not independent), then minimised
         with the result's weights (fixed), the anchor lam towards z and the fitted prior's
         robust term, at most ``PriorConfig.iterations`` times from z, on the CPU with the
         rounds' AMG hierarchy where there is one."""
@@ -457,24 +410,10 @@ class RelativePrior(_Kind):
         # the main piece under mutual cuts: a piece held only by one side's extrapolated
         # normals is not placed by them, and would skew the fit
         main = system.to_image((pieces.mutual[0] == 0).astype(float), fill=0.0) > 0
-        groups = None
-        if self.config.prior.fit_pieces:
-            # every piece of the result with its own offset: its shape says the map's slope too
-            labels, sizes = pieces.joined
-            lab = np.where(sizes[labels] >= pieces.config.min_pixels, labels, -1)
-            groups = np.rint(system.to_image(lab.astype(float), fill=-1.0)).astype(np.int64)
-            main = groups >= 0
-        fitted = self.fit(np.exp(zimg) if camera.perspective else zimg, main, camera.perspective, groups)
+        fitted = self.fit(np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
         fitted = replace(fitted, share=fitted.share / RELATIVE_BLOCK ** 2, block=1)
         self.robust = RobustPrior(fitted, system, self.config)
-        if self.config.prior.placement_data and self.config.prior.piece_sigmas is not None:
-            z, self.placed = place_with_prior(self.robust, z, pieces, self.config)
-            self.kept = keep_placements(self.robust, z, pieces, np.inf)
-        else:
-            self.kept = keep_placements(self.robust, z, pieces, self.config.prior.piece_sigmas)
-        weights = (within_pieces(system, pieces, z, self.config.pieces.agree_tol, self.config.rounds.occlusion_cos) if self.config.prior.fuse_within_pieces
-                   else pieces.weights)
-        objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)
+        objective = anchored(system, FixedWeights(pieces.weights), run.lam, z, self.robust)
         c = self.config.prior
         z = minimise(objective, z, InnerSolve(run.args.backend.linear, run.config.one_shot.solve_rtol,
                                               run.config.solver.maxiter, run.hierarchy), max_iter=c.iterations,
@@ -495,82 +434,6 @@ class RelativePrior(_Kind):
         return fitted, "; " + self.what
 
 
-def within_pieces(system, pieces, z: np.ndarray, tol: float, occlusion_cos: float | None = None) -> dict:
-    """``pieces.weights`` with every edge between two of the result's pieces
-    (``pieces.joined``) that does not agree with both its normals at ``z`` (both one-sided
-    residuals |a dz + n| within ``tol``, neither pixel within ``occlusion_cos`` of grazing)
-    at weight 0, and those that agree at 1: what placed
-    a piece (the placement, a prior beyond its noise) is not pulled back by the weak
-    one-sided weights its cut left, and where two pieces touch (a contact the placement
-    closed) the prior does not open them."""
-    labels = pieces.joined[0]
-    weights = {k: v.copy() for k, v in pieces.weights.items()}
-    # a grazing normal agrees with almost any step: its edges say nothing of a contact
-    grazing = view_cosine(system) < (occlusion_cos if occlusion_cos is not None else 0.0)
-    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
-        a, n = (system.a_u, system.nx) if axis == "u" else (system.a_v, system.ny)
-        dz = z[q] - z[p]
-        agree = (np.abs(a[p] * dz + n[p]) <= tol) & (np.abs(a[q] * dz + n[q]) <= tol) & ~grazing[p] & ~grazing[q]
-        across = labels[p] != labels[q]
-        weights[axis + "+"][p[across]] = np.where(agree[across], 1.0, 0.0)
-        weights[axis + "-"][q[across]] = np.where(agree[across], 1.0, 0.0)
-    return weights
-
-
-def keep_placements(term: RobustPrior, z: np.ndarray, pieces, sigmas: float | None) -> int:
-    """Shift ``term``'s target on each loose piece of the result (``pieces.joined``, at least
-    ``min_pixels``) whose median residual less the main piece's is within ``sigmas`` of the
-    prior's sigma by that difference, so that the prior shapes the piece without moving it;
-    the number of pieces so kept (0 with ``sigmas`` None).
-
-    A relative prior is fitted on the main piece; on another piece its offset is that fit
-    extrapolated, off by its smooth warp, and within its own noise it says no more about the
-    piece's place than the normals' placement (a contact, an occluding contour) does.
-
-    Examples
-    --------
-    Two pieces of a flat 4x4 map cut apart between columns 1 and 2; the prior puts the right
-    one 0.5 sigma higher than the result does:
-
-    >>> from fnin_cli.camera import Camera
-    >>> from fnin_cli.solvers.pieces import Pieces
-    >>> from fnin_cli.solvers.system import NormalSystem
-    >>> flat = np.dstack([np.zeros((4, 4, 2)), -np.ones((4, 4, 1))])
-    >>> s = NormalSystem(flat, np.ones((4, 4), bool), Camera(None, 1.0))
-    >>> w = {d: np.ones(16) for d in ("u+", "u-", "v+", "v-")}
-    >>> w["u+"][s.index[:, 1]] = 0.0; w["u-"][s.index[:, 2]] = 0.0
-    >>> depth = np.zeros((4, 4)); depth[:, 2:] = 0.05
-    >>> term = RobustPrior(DepthPrior(depth, np.ones((4, 4)), 0.1), s)
-    >>> keep_placements(term, np.zeros(16), Pieces(s, w, replace(DEFAULT.pieces, min_pixels=4)), 3.0)
-    1
-    >>> float(np.abs(term.target).max())
-    0.0
-    """
-    if sigmas is None:
-        return 0
-    labels, sizes = pieces.joined
-    large = np.flatnonzero(sizes >= pieces.config.min_pixels)
-    has = term.has
-    r = (term.target[has] - z[has]) * term.inv_sigma           # in the prior's sigmas
-    lab = labels[has]
-    on_main = lab == 0
-    if not on_main.any():
-        return 0
-    main = float(np.mean(r[on_main]))
-    target = term.target.copy()
-    kept = 0
-    for k in large[large != 0]:
-        on = lab == k
-        if not on.any():
-            continue
-        d = float(np.mean(r[on])) - main
-        if abs(d) <= sigmas:
-            target[has[on]] -= d / term.inv_sigma[on]
-            kept += 1
-    term.target = target
-    return kept
-
-
 class DisparityPrior(RelativePrior):
     """Inverse depth known up to an affine map (a / z + b, as monocular networks give it):
     fitted as depth 1 / (a D + b) (:func:`~fnin_cli.prior.fit_disparity`), then as a relative
@@ -578,8 +441,8 @@ class DisparityPrior(RelativePrior):
 
     what = "disparity prior fitted (affine in inverse depth) and fused"
 
-    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool, groups=None) -> DepthPrior:
-        return fit_disparity(self.prior, depth, main, groups)[0]
+    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool) -> DepthPrior:
+        return fit_disparity(self.prior, depth, main)[0]
 
 
 KINDS = {"absolute": AbsolutePrior, "relative": RelativePrior, "disparity": DisparityPrior}

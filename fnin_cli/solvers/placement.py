@@ -36,13 +36,11 @@ from .system import NormalSystem
 CONTACT = "in contact: the jump across its boundary closes along it"
 BEHIND = "behind its occluder: the least shift that puts it behind the occluding contour"
 CONNECTED = "by the most connected reading (no jump on average across its boundary): the normals cannot place it"
-PRIOR = "by the depth prior: it puts the piece beyond its own noise from where the normals left it"
 
 # the weights of the programme's terms, relative to one contact edge: a connected reading
 # only decides what no contact or occlusion does, the hold only what nothing does, and an
 # occlusion's hinge outweighs any contact (docs/decisions.md#placement-solve)
 _CONNECTED, _HOLD, _HINGE = 1e-3, 1e-6, 1e3
-HINGE = _HINGE
 
 
 @dataclass(frozen=True)
@@ -192,24 +190,18 @@ def piece_links(system: NormalSystem, z: np.ndarray, labels: np.ndarray, nodes: 
     return Links(keys // nodes, keys % nodes, edges, contact, mid, connected, low, high, grazing)
 
 
-def solve_offsets(links: Links, nodes: int, contact_edges: int, fixed: dict | None = None,
-                  data: list | None = None, contact_weight: float = 1.0) -> tuple:
+def solve_offsets(links: Links, nodes: int, contact_edges: int, fixed: dict | None = None) -> tuple:
     """(t (nodes,), how (nodes,) str or None): the offsets that minimise
 
     sum over contacts of c |Δ - s| + sum over the rest of 1e-3 e |Δ - s_connected|
-    + 1e3 e (hinges of the occlusions' bounds) + sum over data w max(|t_k - d| - band, 0)
-    + 1e-6 sum |t|,
+    + 1e3 e (hinges of the occlusions' bounds) + 1e-6 sum |t|,
 
     c a contact's agreeing edges, e a pair's edges, t_0 = 0 (the largest piece held); a pair
     with a grazing pixel on its boundary gets no connected reading (behind an occluding
     contour it would pull the occluded side in front). ``fixed`` {piece: offset}: pieces
     whose offsets the user's pins set (``--depth-at``), held there instead of the largest
-    piece, so that what touches them follows. ``data`` [(piece, d, w, band)]: a depth
-    prior's word on a piece's offset, free within ``band`` of d; ``contact_weight`` scales
-    the contacts on pairs without an occlusion (a prior's fuse weighs them as the occlusions:
-    the prior does not open them). ``how``: per piece, the
-    evidence that placed it (CONTACT, BEHIND, CONNECTED, PRIOR), None where nothing did or
-    a pin does.
+    piece, so that what touches them follows. ``how``: per piece, the evidence that placed
+    it (CONTACT, BEHIND, CONNECTED), None where nothing did or a pin does.
     """
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix
@@ -218,17 +210,12 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int, fixed: dict | No
     bounded = np.isfinite(links.low) | np.isfinite(links.high)
     is_connected = ~is_contact & (links.grazing == 0)
     # variables: t (nodes, t_0 fixed by bounds), then per absolute term u+, u- (>= 0), then hinges
-    # a contact on a pair that an occluding contour orders keeps its own weight: the order
-    # is that pair's reading (a grazing pixel's edge agrees with almost any step)
-    terms = [(i, links.contact_shift[i], (1.0 if bounded[i] else contact_weight) * float(links.contact[i]))
-             for i in np.flatnonzero(is_contact)]
+    terms = [(i, links.contact_shift[i], float(links.contact[i])) for i in np.flatnonzero(is_contact)]
     terms += [(i, links.connected_shift[i], _CONNECTED * float(links.edges[i])) for i in np.flatnonzero(is_connected)]
     hinges = [(i, links.low[i], 1.0) for i in np.flatnonzero(np.isfinite(links.low))]
     hinges += [(i, links.high[i], -1.0) for i in np.flatnonzero(np.isfinite(links.high))]
-    data = [d for d in (data or []) if d[0] < nodes]
-    nt, nterm, nh, nd = nodes, len(terms), len(hinges), len(data)
-    # t = tp - tn (each >= 0) keeps the hold linear; per datum u+, u- and its free band e
-    nvar = 2 * nt + 2 * nterm + nh + 3 * nd
+    nt, nterm, nh = nodes, len(terms), len(hinges)
+    nvar = 2 * nt + 2 * nterm + nh           # t = tp - tn (each >= 0) keeps the hold linear
     cost = np.zeros(nvar)
     cost[:2 * nt] = _HOLD
     rows, cols, vals, rhs = [], [], [], []
@@ -239,14 +226,7 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int, fixed: dict | No
         vals += [1.0, -1.0, -1.0, 1.0, -1.0, 1.0]
         rhs.append(s)
         cost[2 * nt + 2 * r: 2 * nt + 2 * r + 2] = w
-    base = 2 * nt + 2 * nterm + nh
-    for j, (k, d, w, band) in enumerate(data):   # t_k - u+ + u- - e = d, |e| <= band
-        rows += [nterm + j] * 5
-        cols += [k, nt + k, base + 3 * j, base + 3 * j + 1, base + 3 * j + 2]
-        vals += [1.0, -1.0, -1.0, 1.0, -1.0]
-        rhs.append(d)
-        cost[base + 3 * j: base + 3 * j + 2] = w
-    a_eq = coo_matrix((vals, (rows, cols)), shape=(nterm + nd, nvar)) if nterm + nd else None
+    a_eq = coo_matrix((vals, (rows, cols)), shape=(nterm, nvar)) if nterm else None
     rows, cols, vals, rub = [], [], [], []
     for r, (i, bound, sign) in enumerate(hinges):   # sign (Δ - bound) + h >= 0
         a, b = int(links.a[i]), int(links.b[i])
@@ -258,8 +238,6 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int, fixed: dict | No
     a_ub = coo_matrix((vals, (rows, cols)), shape=(nh, nvar)) if nh else None
     bnds = np.zeros((nvar, 2))
     bnds[:, 1] = np.inf
-    for j, (_, _, _, band) in enumerate(data):
-        bnds[base + 3 * j + 2] = (-band, band)
     fixed = {k: v for k, v in (fixed or {}).items() if k < nt}
     if not fixed:
         fixed = {0: 0.0}                     # the largest piece is held
@@ -267,7 +245,7 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int, fixed: dict | No
         bnds[k] = max(v, 0.0)
         bnds[nt + k] = max(-v, 0.0)
     res = linprog(cost, A_ub=a_ub, b_ub=np.array(rub) if nh else None, A_eq=a_eq,
-                  b_eq=np.array(rhs) if nterm + nd else None, bounds=bnds, method="highs")
+                  b_eq=np.array(rhs) if nterm else None, bounds=bnds, method="highs")
     t = res.x[:nt] - res.x[nt:2 * nt] if res.status == 0 else np.zeros(nt)
     how = np.full(nodes, None, dtype=object)
     # what a piece's pairs say, the strongest last: an occluding contour's order over a
@@ -276,9 +254,6 @@ def solve_offsets(links: Links, nodes: int, contact_edges: int, fixed: dict | No
         for i in np.flatnonzero(flag):
             for k in (int(links.a[i]), int(links.b[i])):
                 how[k] = label
-    for k, d, _, band in data:               # a piece the prior's word moved beyond its band
-        if res.status == 0 and abs(t[k]) > 1e-9 and abs(t[k] - d) < abs(d):
-            how[k] = PRIOR
     for k in fixed:
         how[k] = None
     return t, how

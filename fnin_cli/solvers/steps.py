@@ -54,11 +54,8 @@ class Context:
 
     @property
     def placing(self) -> bool:
-        """Whether the default's placements run: after fnin (its edge map), without a prior or
-        with one that is fused after the rounds (relative, disparity: the rounds never see it)."""
-        if self.edge_p is None:
-            return False
-        return self.prior is None or (getattr(self.prior, "fuses", False) and self.config.prior.place_before_fuse)
+        """Whether the default's placements run: after fnin (its edge map), without a prior."""
+        return self.edge_p is not None and self.prior is None
 
 
 @dataclass

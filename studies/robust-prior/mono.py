@@ -4,6 +4,8 @@ run, no prior beside; median-scaled MADE as ``fnin bench`` reports it (per objec
 with several).
 
     PYTHONPATH=$PWD python studies/robust-prior/mono.py --sets clean,real-like --out studies/robust-prior/candidate20/renders.json
+
+Runs at ab21146, whose PriorConfig fields below the later commits removed (README, candidate 20h).
 """
 
 from __future__ import annotations
