@@ -133,6 +133,9 @@ class RobustPrior:
         self.scale = 1.0                  # sigma / the prior's stated (or start) sigma
         self.sigma = float(prior.sigma)   # the prior's sigma in its units, estimated where not given
         self.weights = np.ones(self.has.size)
+        cos = config.rounds.occlusion_cos
+        if c.judge_steps and prior.sigma_given and prior.block == 1 and self.loss is not None and cos is not None:
+            self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k)
 
     def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
         if z is not None:
@@ -201,6 +204,73 @@ class RobustPrior:
         vals[self.has] = self.weights
         img[mask] = vals
         return img
+
+
+def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarray, cos_min: float,
+                k: float) -> np.ndarray:
+    """A full-size prior map's trust (1 or 0 per prior pixel ``has``) before any solve, from
+    its own steps where the normals say the surface runs on.
+
+    Each edge between two prior pixels that both face the camera (view cosine at least
+    ``cos_min``) has a residual e: the prior's step (``target``, the unknown's units) less
+    the normals' (the mean of the two pixels' -n / a), in units of the edge's noise
+    (sqrt 2 sigma, ``inv_sigma`` = 1/sigma per prior pixel), or of the edges' own robust
+    spread where that is wider (normals less precise than the prior). An edge within ``k``
+    links its pixels, one beyond is a conflict. The linked components are taken largest
+    first: one with a conflict edge to a component already kept is let go (0), the rest
+    kept (1). A wrong place of the map (an outlier patch, a flying pixel) steps away from
+    its surroundings all along its edge while the normals run on: it is let go before the
+    first solve can follow it. Grazing pixels neither link nor conflict: an occluding
+    contour's step is the prior's evidence.
+
+    Examples
+    --------
+    >>> from fnin_cli.camera import Camera
+    >>> from fnin_cli.solvers.system import NormalSystem
+    >>> flat = np.dstack([np.zeros((12, 12, 2)), -np.ones((12, 12, 1))])
+    >>> depth = np.ones((12, 12)); depth[2:4, 2:4] = 9.0          # a wrong patch
+    >>> s = NormalSystem(flat, np.ones((12, 12), bool), Camera(None, 1.0))
+    >>> t = judge_steps(s, np.arange(144), depth.ravel(), np.full(144, 10.0), 0.3, 4.685)
+    >>> t.reshape(12, 12)[2:4, 2:4].tolist(), float(t.sum())
+    ([[0.0, 0.0], [0.0, 0.0]], 140.0)
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = has.size
+    at = np.full(system.n, -1, np.int64)
+    at[has] = np.arange(n)
+    facing = view_cosine(system) >= cos_min
+    ends, resid = [], []
+    for p, q, a, m in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
+        ok = (at[p] >= 0) & (at[q] >= 0) & facing[p] & facing[q]
+        p, q = p[ok], q[ok]
+        normals_step = -0.5 * (m[p] / a[p] + m[q] / a[q])
+        e = (target[q] - target[p] - normals_step) * 0.5 * (inv_sigma[at[p]] + inv_sigma[at[q]]) / np.sqrt(2.0)
+        ends.append((at[p], at[q]))
+        resid.append(e)
+    i = np.concatenate([e[0] for e in ends])
+    j = np.concatenate([e[1] for e in ends])
+    u = np.abs(np.concatenate(resid))
+    if u.size == 0:
+        return np.ones(n)
+    link = u <= k * max(1.0, 1.4826 * float(np.median(u)))
+    graph = coo_matrix((np.ones(int(link.sum())), (i[link], j[link])), shape=(n, n))
+    comp = connected_components(graph, directed=False)[1]
+    ci, cj = comp[i[~link]], comp[j[~link]]
+    apart = ci != cj
+    ci, cj = ci[apart], cj[apart]
+    keep = np.ones(int(comp.max()) + 1, bool)
+    if ci.size:
+        size = np.bincount(comp)
+        against = {}
+        for a_, b_ in zip(np.concatenate([ci, cj]).tolist(), np.concatenate([cj, ci]).tolist()):
+            against.setdefault(a_, set()).add(b_)
+        done = set()
+        for c_ in sorted(against, key=lambda x: (-size[x], x)):      # largest first
+            keep[c_] = not any(o in done and keep[o] for o in against[c_])
+            done.add(c_)
+    return keep[comp].astype(np.float64)
 
 
 def _measurements(prior: DepthPrior, mask: np.ndarray, has: np.ndarray):

@@ -32,15 +32,18 @@ CANDIDATES = {"quadratic": (None, 1.0), "cauchy": ("cauchy", 2.385), "huber": ("
               "tukey-given": (("tukey", 4.685), ("huber", 1.345))}
 # candidates 16-19 (start-one, start-pieces: PriorConfig.judge_start "one" / "pieces") ran at
 # be00b1e, whose judge_start is gone (README, candidates 16-19)
+# candidate 22 (round 5, fifth session): tukey-given with PriorConfig.judge_steps
+SWITCHES = {"judge-steps": ("tukey-given", {"judge_steps": True})}
 PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma")
 
 
 def config_of(name: str):
     """The candidate's configuration: one loss for every prior, or (given, estimated) pairs."""
-    c = CANDIDATES[name]
+    base, switches = SWITCHES.get(name, (name, {}))
+    c = CANDIDATES[base]
     given, estimated = c if isinstance(c[0], tuple) else (c, c)
     return replace(DEFAULT, prior=replace(DEFAULT.prior, loss=given[0], loss_scale=given[1],
-                                          estimated_loss=estimated[0], estimated_scale=estimated[1]))
+                                          estimated_loss=estimated[0], estimated_scale=estimated[1], **switches))
 
 
 def main(argv=None) -> int:
@@ -53,7 +56,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     limit_threads(1)
     names, priors = a.candidates.split(","), a.priors.split(",")
-    rec = {"candidates": {n: CANDIDATES[n] for n in names}, "seed": a.seed, "sets": {}}
+    rec = {"candidates": {n: CANDIDATES.get(n) or SWITCHES[n] for n in names}, "seed": a.seed, "sets": {}}
     for set_name in a.sets.split(","):
         cases = mesh_cases(noise=None if set_name == "clean" else set_name)
         out = rec["sets"][set_name] = {}

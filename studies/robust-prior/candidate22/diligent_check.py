@@ -1,0 +1,34 @@
+# DiLiGenT `patches` (seed 0) with PriorConfig.judge_steps off and on (candidate 22), per object:
+# absolute MADE, where the prior was right, and seconds; writes a JSON beside this file.
+#   PYTHONPATH=$PWD python studies/robust-prior/candidate22/diligent_check.py
+import json, sys, time, warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from fnin_cli.bench.cases import resolve_cases
+from fnin_cli.bench.priors import case_seed, make_prior
+from fnin_cli.bench.runner import absolute_made
+from fnin_cli.config import DEFAULT
+from fnin_cli.pipeline import integrate
+from fnin_cli.resources import limit_threads
+
+warnings.simplefilter("ignore")
+limit_threads(1)
+out = {}
+for c in resolve_cases("diligent", "../shared/data/diligent")[1]:
+    inp, gt = c.load()
+    p = make_prior("patches", gt, inp, case_seed(0, c.name))
+    wrong = p.meta["wrong"]
+    for on in (False, True):
+        cfg = replace(DEFAULT, prior=replace(DEFAULT.prior, judge_steps=on))
+        t0 = time.perf_counter()
+        res = integrate(inp, "fnin", depth_prior=p, config=cfg)
+        row = {"abs": absolute_made(res.depth, gt, inp.mask), "right_abs": absolute_made(res.depth, gt, inp.mask & ~wrong),
+               "seconds": time.perf_counter() - t0, "rejected": res.prior_residual.get("rejected")}
+        out.setdefault("judge-steps" if on else "tukey-given", {})[c.name] = row
+    print(c.name, {k: round(v[c.name]["abs"], 3) for k, v in out.items()}, flush=True)
+mean = {k: float(np.mean([r["abs"] for r in v.values()])) for k, v in out.items()}
+print("mean", mean)
+Path(__file__).with_name("diligent_patches.json").write_text(json.dumps({"cases": out, "mean": mean}, indent=1))
