@@ -191,10 +191,9 @@ class PriorConfig:
     estimate_floor: float = 0.01
     # a prior disagreeing on more than this share of its measurements gets a warning
     rejected_warn: float = 0.1
-    # a full-size map with its sigma given is judged before the first solve from its own
-    # steps where the normals say the surface runs on (robust-prior candidate 22;
-    # docs/decisions.md#robust-prior)
-    judge_steps: bool = False
+    # a full-size absolute map with its sigma given is judged before the first solve from its
+    # own steps where the normals say the surface runs on (docs/decisions.md#robust-prior)
+    judge_steps: bool = True
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,10 @@ class RobustPrior:
     is smooth, so sigma is 1.4826 x the median |r_i - r_j| / sqrt(2) over neighbouring
     measurements i, j (:func:`neighbour_pairs`).
 
+    A full-size absolute map with its sigma given is judged before any solve
+    (:func:`judge_steps`, ``config.prior.judge_steps``): at full weight the first solve would
+    follow a wrong place pixel by pixel, and the rounds would cut along its edge.
+
     ``at(None)``: the current weights (the prior's own before any update); ``at(z)``: update
     from z, then the weights. Where the normals are locally more precise than the prior
     (its sigma larger than their error over a pixel, as with every depth sensor), the first
@@ -134,7 +138,8 @@ class RobustPrior:
         self.sigma = float(prior.sigma)   # the prior's sigma in its units, estimated where not given
         self.weights = np.ones(self.has.size)
         cos = config.rounds.occlusion_cos
-        if c.judge_steps and prior.sigma_given and prior.block == 1 and self.loss is not None and cos is not None:
+        if (c.judge_steps and prior.kind == "absolute" and prior.sigma_given and prior.block == 1
+                and self.loss is not None and cos is not None):
             self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k)
 
     def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
@@ -216,12 +221,13 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     the normals' (the mean of the two pixels' -n / a), in units of the edge's noise
     (sqrt 2 sigma, ``inv_sigma`` = 1/sigma per prior pixel), or of the edges' own robust
     spread where that is wider (normals less precise than the prior). An edge within ``k``
-    links its pixels, one beyond is a conflict. The linked components are taken largest
-    first: one with a conflict edge to a component already kept is let go (0), the rest
-    kept (1). A wrong place of the map (an outlier patch, a flying pixel) steps away from
-    its surroundings all along its edge while the normals run on: it is let go before the
-    first solve can follow it. Grazing pixels neither link nor conflict: an occluding
-    contour's step is the prior's evidence.
+    links its pixels, one beyond is a conflict; a grazing pixel links to its neighbour with
+    the least prior step (it belongs to the surface it grazes). Two linked components whose
+    shared conflict edges outnumber their shared open ones (a grazing pixel on either side)
+    cannot both be right; the least pixels that leave no such pair both kept are let go (0),
+    the rest kept (1): a wrong place of the map (an outlier patch, a flying pixel) steps away
+    from the surface all round while the normals run on, and is let go before the first
+    solve can follow it; two objects meeting along an occluding contour are both kept.
 
     Examples
     --------
@@ -241,36 +247,65 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     at = np.full(system.n, -1, np.int64)
     at[has] = np.arange(n)
     facing = view_cosine(system) >= cos_min
-    ends, resid = [], []
+    i, j, u, both = [], [], [], []
     for p, q, a, m in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
-        ok = (at[p] >= 0) & (at[q] >= 0) & facing[p] & facing[q]
+        ok = (at[p] >= 0) & (at[q] >= 0)
         p, q = p[ok], q[ok]
-        normals_step = -0.5 * (m[p] / a[p] + m[q] / a[q])
-        e = (target[q] - target[p] - normals_step) * 0.5 * (inv_sigma[at[p]] + inv_sigma[at[q]]) / np.sqrt(2.0)
-        ends.append((at[p], at[q]))
-        resid.append(e)
-    i = np.concatenate([e[0] for e in ends])
-    j = np.concatenate([e[1] for e in ends])
-    u = np.abs(np.concatenate(resid))
-    if u.size == 0:
+        f = facing[p] & facing[q]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            normals_step = np.where(f, -0.5 * (m[p] / a[p] + m[q] / a[q]), 0.0)
+        sig = 0.5 * (inv_sigma[at[p]] + inv_sigma[at[q]]) / np.sqrt(2.0)
+        i.append(at[p]); j.append(at[q]); both.append(f)
+        u.append(np.abs(target[q] - target[p] - normals_step) * sig)
+    i, j, u, both = (np.concatenate(x) for x in (i, j, u, both))
+    if not both.any():
         return np.ones(n)
-    link = u <= k * max(1.0, 1.4826 * float(np.median(u)))
-    graph = coo_matrix((np.ones(int(link.sum())), (i[link], j[link])), shape=(n, n))
-    comp = connected_components(graph, directed=False)[1]
-    ci, cj = comp[i[~link]], comp[j[~link]]
+    link = both & (u <= k * max(1.0, 1.4826 * float(np.median(u[both]))))
+    # each grazing pixel's edge of least prior step (u without the normals' step off facing pairs)
+    near = np.full(n, np.inf)
+    best = np.full(n, -1, np.int64)
+    for mine, other in ((i, j), (j, i)):
+        order = np.argsort(-u)                   # the least last: it wins the assignment
+        np.minimum.at(near, mine, u)
+        hit = u[order] <= near[mine[order]]
+        best[mine[order][hit]] = other[order][hit]
+    grazing = np.ones(n, bool)
+    grazing[i[both]] = False
+    grazing[j[both]] = False
+    g = np.flatnonzero(grazing & (best >= 0))
+    ends_i = np.concatenate([i[link], g])
+    ends_j = np.concatenate([j[link], best[g]])
+    comp = connected_components(coo_matrix((np.ones(ends_i.size), (ends_i, ends_j)), shape=(n, n)),
+                                directed=False)[1]
+    ci, cj = comp[i], comp[j]
     apart = ci != cj
-    ci, cj = ci[apart], cj[apart]
-    keep = np.ones(int(comp.max()) + 1, bool)
-    if ci.size:
-        size = np.bincount(comp)
-        against = {}
-        for a_, b_ in zip(np.concatenate([ci, cj]).tolist(), np.concatenate([cj, ci]).tolist()):
-            against.setdefault(a_, set()).add(b_)
-        done = set()
-        for c_ in sorted(against, key=lambda x: (-size[x], x)):      # largest first
-            keep[c_] = not any(o in done and keep[o] for o in against[c_])
-            done.add(c_)
-    return keep[comp].astype(np.float64)
+    lo, hi = np.minimum(ci, cj)[apart], np.maximum(ci, cj)[apart]
+    if lo.size == 0:
+        return np.ones(n)
+    vote = np.where(both[apart], 1, -1)          # conflict +1, open -1 (an edge with a grazing pixel)
+    pairs, inverse = np.unique(np.stack([lo, hi], 1), axis=0, return_inverse=True)
+    pairs = pairs[np.bincount(inverse.ravel(), vote) > 0]
+    if pairs.size == 0:
+        return np.ones(n)
+    return 1.0 - _least_cover(pairs, np.bincount(comp))[comp]
+
+
+def _least_cover(pairs: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """0/1 per component: the set of least total ``size`` that holds at least one of each
+    pair (a minimum-weight vertex cover, exact by mixed-integer programming)."""
+    from scipy.optimize import LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    nodes, local = np.unique(pairs, return_inverse=True)
+    local = local.reshape(pairs.shape)
+    m = pairs.shape[0]
+    a = coo_matrix((np.ones(2 * m), (np.repeat(np.arange(m), 2), local.ravel())), shape=(m, nodes.size))
+    res = milp(size[nodes].astype(np.float64), constraints=LinearConstraint(a, lb=1.0),
+               integrality=np.ones(nodes.size), bounds=(0, 1))
+    out = np.zeros(size.size)
+    x = res.x if res.x is not None else np.zeros(nodes.size)   # no answer: keep them all, as without the judge
+    out[nodes] = np.round(x)
+    return out
 
 
 def _measurements(prior: DepthPrior, mask: np.ndarray, has: np.ndarray):

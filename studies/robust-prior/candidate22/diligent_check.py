@@ -1,6 +1,6 @@
 # DiLiGenT `patches` (seed 0) with PriorConfig.judge_steps off and on (candidate 22), per object:
 # absolute MADE, where the prior was right, and seconds; writes a JSON beside this file.
-#   PYTHONPATH=$PWD python studies/robust-prior/candidate22/diligent_check.py
+#   PYTHONPATH=$PWD python studies/robust-prior/candidate22/diligent_check.py NAME  (writes NAME.json; 22 ran as diligent_patches)
 import json, sys, time, warnings
 from dataclasses import replace
 from pathlib import Path
@@ -31,4 +31,4 @@ for c in resolve_cases("diligent", "../shared/data/diligent")[1]:
     print(c.name, {k: round(v[c.name]["abs"], 3) for k, v in out.items()}, flush=True)
 mean = {k: float(np.mean([r["abs"] for r in v.values()])) for k, v in out.items()}
 print("mean", mean)
-Path(__file__).with_name("diligent_patches.json").write_text(json.dumps({"cases": out, "mean": mean}, indent=1))
+Path(__file__).with_name(sys.argv[1] + ".json").write_text(json.dumps({"cases": out, "mean": mean}, indent=1))
