@@ -194,6 +194,8 @@ class PriorConfig:
     # a full-size absolute map with its sigma given is judged before the first solve from its
     # own steps where the normals say the surface runs on (docs/decisions.md#robust-prior)
     judge_steps: bool = True
+    # candidate 22d: what the judge let go stays let go in a piece too small for a field
+    judge_small: bool = False
 
 
 @dataclass(frozen=True)

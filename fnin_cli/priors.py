@@ -137,10 +137,12 @@ class RobustPrior:
         self.scale = 1.0                  # sigma / the prior's stated (or start) sigma
         self.sigma = float(prior.sigma)   # the prior's sigma in its units, estimated where not given
         self.weights = np.ones(self.has.size)
+        self.judged, self.keep_small = None, bool(c.judge_small)
         cos = config.rounds.occlusion_cos
         if (c.judge_steps and prior.kind == "absolute" and prior.sigma_given and prior.block == 1
                 and self.loss is not None and cos is not None):
             self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k)
+            self.judged = self.weights.copy()
 
     def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
         if z is not None:
@@ -175,11 +177,16 @@ class RobustPrior:
         if self.loss is not None:
             if self.grid is None:
                 self.grid = FieldGrid(self.rc, self.shape, self.smooth)
-            dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, self._pieces(weights), self.grid)
+            piece = self._pieces(weights)
+            dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, piece, self.grid)
             # the spread of the deviations: the prior's sigma, or wider where the normals'
             # error is rough between sparse measurements
             spread = 1.4826 * float(np.median(np.abs(dev[first]))) if first.size else 0.0
             self.weights = trust(dev / (self.k * max(self.scale, spread)), self.loss)
+            if self.judged is not None and piece is not None and self.keep_small:
+                # a piece too small for a field of its own trusts by construction (dev 0):
+                # no evidence against the judge's verdict
+                self.weights = np.where((piece < 0) & (self.judged == 0), 0.0, self.weights)
 
     def _pieces(self, weights: dict | None):
         """Each prior pixel's piece under ``weights`` (mutual cuts), cut also along every
