@@ -194,8 +194,9 @@ class PriorConfig:
     # a full-size absolute map with its sigma given is judged before the first solve from its
     # own steps where the normals say the surface runs on (docs/decisions.md#robust-prior)
     judge_steps: bool = True
-    # candidate 22d: what the judge let go stays let go in a piece too small for a field
-    judge_small: bool = False
+    # candidates 22d/22e: what the judge let go stays let go in a piece too small for a field:
+    # "first" its first verdict (22d), "again" judged again across the normals' cuts (22e)
+    judge_small: str | None = None
 
 
 @dataclass(frozen=True)

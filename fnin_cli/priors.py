@@ -137,11 +137,12 @@ class RobustPrior:
         self.scale = 1.0                  # sigma / the prior's stated (or start) sigma
         self.sigma = float(prior.sigma)   # the prior's sigma in its units, estimated where not given
         self.weights = np.ones(self.has.size)
-        self.judged, self.keep_small = None, bool(c.judge_small)
+        self.judged, self.keep_small, self.graph = None, c.judge_small, None
         cos = config.rounds.occlusion_cos
         if (c.judge_steps and prior.kind == "absolute" and prior.sigma_given and prior.block == 1
                 and self.loss is not None and cos is not None):
-            self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k)
+            self.graph = {}
+            self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k, self.graph)
             self.judged = self.weights.copy()
 
     def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
@@ -177,7 +178,8 @@ class RobustPrior:
         if self.loss is not None:
             if self.grid is None:
                 self.grid = FieldGrid(self.rc, self.shape, self.smooth)
-            piece = self._pieces(weights)
+            raw = self._raw(weights)
+            piece = self._pieces(weights, raw)
             dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, piece, self.grid)
             # the spread of the deviations: the prior's sigma, or wider where the normals'
             # error is rough between sparse measurements
@@ -186,18 +188,26 @@ class RobustPrior:
             if self.judged is not None and piece is not None and self.keep_small:
                 # a piece too small for a field of its own trusts by construction (dev 0):
                 # no evidence against the judge's verdict
-                self.weights = np.where((piece < 0) & (self.judged == 0), 0.0, self.weights)
+                verdict = self.judged if self.keep_small == "first" else judge_again(self.graph, raw[1])
+                self.weights = np.where((piece < 0) & (verdict == 0), 0.0, self.weights)
 
-    def _pieces(self, weights: dict | None):
-        """Each prior pixel's piece under ``weights`` (mutual cuts), cut also along every
-        occluding contour (:func:`occluding_edges`), pieces under ``min_pixels`` each their own
-        (-1); None without weights."""
+    def _raw(self, weights: dict | None):
+        """(each masked pixel's piece under ``weights`` (mutual cuts), cut also along every
+        occluding contour (:func:`occluding_edges`), each prior pixel's); None without weights."""
         if weights is None:
             return None
         # the components alone: the fields need the grouping, not cut_pieces' order by size
         raw = components(self.system, weights, self.cut, True, drop=self.contour)[0]
-        piece = raw[self.has]
-        return np.where(np.bincount(raw)[piece] >= self.min_pixels, piece, -1)
+        return raw, raw[self.has]
+
+    def _pieces(self, weights: dict | None, raw=None):
+        """Each prior pixel's piece (:meth:`_raw`), pieces under ``min_pixels`` each their own
+        (-1); None without weights."""
+        raw = self._raw(weights) if raw is None else raw
+        if raw is None:
+            return None
+        every, piece = raw
+        return np.where(np.bincount(every)[piece] >= self.min_pixels, piece, -1)
 
     def energy(self, z: np.ndarray) -> float:
         """The term's weighted squared residual at z with its current weights."""
@@ -219,7 +229,7 @@ class RobustPrior:
 
 
 def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarray, cos_min: float,
-                k: float) -> np.ndarray:
+                k: float, graph: dict | None = None) -> np.ndarray:
     """A full-size prior map's trust (1 or 0 per prior pixel ``has``) before any solve, from
     its own steps where the normals say the surface runs on.
 
@@ -246,6 +256,9 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     >>> t = judge_steps(s, np.arange(144), depth.ravel(), np.full(144, 10.0), 0.3, 4.685)
     >>> t.reshape(12, 12)[2:4, 2:4].tolist(), float(t.sum())
     ([[0.0, 0.0], [0.0, 0.0]], 140.0)
+
+    ``graph``: a dict that receives the components and the edges between them, for
+    :func:`judge_again`.
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
@@ -284,16 +297,31 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     ends_j = np.concatenate([j[link], best[g]])
     comp = connected_components(coo_matrix((np.ones(ends_i.size), (ends_i, ends_j)), shape=(n, n)),
                                 directed=False)[1]
+    apart = comp[i] != comp[j]
+    if graph is not None:
+        graph.update(comp=comp, i=i[apart], j=j[apart], conflict=both[apart])
+    return _verdict(comp, i[apart], j[apart], both[apart])
+
+
+def judge_again(graph: dict, piece: np.ndarray) -> np.ndarray:
+    """:func:`judge_steps`' verdict again, its conflict edges read as open where they cross
+    from one of the normals' pieces (``piece`` per prior pixel, as the rounds' weights cut
+    them) to another: there the normals no longer say the surface runs on."""
+    i, j = graph["i"], graph["j"]
+    return _verdict(graph["comp"], i, j, graph["conflict"] & (piece[i] == piece[j]))
+
+
+def _verdict(comp: np.ndarray, i: np.ndarray, j: np.ndarray, conflict: np.ndarray) -> np.ndarray:
+    """1 per prior pixel kept, 0 let go: over the edges (i, j) between components ``comp``,
+    each pair whose conflict edges outnumber its open ones holds one let go, the least pixels."""
+    if i.size == 0:
+        return np.ones(comp.size)
     ci, cj = comp[i], comp[j]
-    apart = ci != cj
-    lo, hi = np.minimum(ci, cj)[apart], np.maximum(ci, cj)[apart]
-    if lo.size == 0:
-        return np.ones(n)
-    vote = np.where(both[apart], 1, -1)          # conflict +1, open -1 (an edge with a grazing pixel)
-    pairs, inverse = np.unique(np.stack([lo, hi], 1), axis=0, return_inverse=True)
+    vote = np.where(conflict, 1, -1)             # conflict +1, open -1 (an edge with a grazing pixel)
+    pairs, inverse = np.unique(np.stack([np.minimum(ci, cj), np.maximum(ci, cj)], 1), axis=0, return_inverse=True)
     pairs = pairs[np.bincount(inverse.ravel(), vote) > 0]
     if pairs.size == 0:
-        return np.ones(n)
+        return np.ones(comp.size)
     return 1.0 - _least_cover(pairs, np.bincount(comp))[comp]
 
 

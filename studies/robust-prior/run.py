@@ -35,7 +35,9 @@ CANDIDATES = {"quadratic": (None, 1.0), "cauchy": ("cauchy", 2.385), "huber": ("
 # candidate 22 (round 5, fifth session): tukey-given with PriorConfig.judge_steps
 SWITCHES = {"judge-steps": ("tukey-given", {"judge_steps": True}),
             # candidate 22d: 22b with what the judge let go kept out of pieces too small for a field
-            "judge-small": ("tukey-given", {"judge_steps": True, "judge_small": True})}
+            "judge-small": ("tukey-given", {"judge_steps": True, "judge_small": "first"}),
+            # candidate 22e: 22d with the verdict judged again across the normals' cuts
+            "judge-again": ("tukey-given", {"judge_steps": True, "judge_small": "again"})}
 PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma")
 
 

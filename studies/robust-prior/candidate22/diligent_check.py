@@ -1,6 +1,8 @@
-# DiLiGenT `patches` (seed 0) with PriorConfig.judge_steps off and on (candidate 22), per object:
-# absolute MADE, where the prior was right, and seconds; writes a JSON beside this file.
-#   PYTHONPATH=$PWD python studies/robust-prior/candidate22/diligent_check.py NAME  (writes NAME.json; 22 ran as diligent_patches)
+# DiLiGenT `patches` (seed 0) with a PriorConfig switch FIELD at the default and flipped (22, 22b:
+# judge_steps, then off by default; 22d: judge_small), per object: absolute MADE, where the prior was
+# right, and seconds; writes NAME.json beside this file (22 ran as diligent_patches, 22b as
+# diligent_patches_22b, keys tukey-given / judge-steps).
+#   PYTHONPATH=$PWD python studies/robust-prior/candidate22/diligent_check.py NAME FIELD
 import json, sys, time, warnings
 from dataclasses import replace
 from pathlib import Path
@@ -21,13 +23,15 @@ for c in resolve_cases("diligent", "../shared/data/diligent")[1]:
     inp, gt = c.load()
     p = make_prior("patches", gt, inp, case_seed(0, c.name))
     wrong = p.meta["wrong"]
+    field = sys.argv[2]
     for on in (False, True):
-        cfg = replace(DEFAULT, prior=replace(DEFAULT.prior, judge_steps=on))
+        value = getattr(DEFAULT.prior, field)
+        cfg = replace(DEFAULT, prior=replace(DEFAULT.prior, **{field: (not value) if on else value}))
         t0 = time.perf_counter()
         res = integrate(inp, "fnin", depth_prior=p, config=cfg)
         row = {"abs": absolute_made(res.depth, gt, inp.mask), "right_abs": absolute_made(res.depth, gt, inp.mask & ~wrong),
                "seconds": time.perf_counter() - t0, "rejected": res.prior_residual.get("rejected")}
-        out.setdefault("judge-steps" if on else "tukey-given", {})[c.name] = row
+        out.setdefault(field if on else "default", {})[c.name] = row
     print(c.name, {k: round(v[c.name]["abs"], 3) for k, v in out.items()}, flush=True)
 mean = {k: float(np.mean([r["abs"] for r in v.values()])) for k, v in out.items()}
 print("mean", mean)
