@@ -194,9 +194,9 @@ class PriorConfig:
     # a full-size absolute map with its sigma given is judged before the first solve from its
     # own steps where the normals say the surface runs on (docs/decisions.md#robust-prior)
     judge_steps: bool = True
-    # candidates 22d/22e: what the judge let go stays let go in a piece too small for a field:
-    # "first" its first verdict (22d), "again" judged again across the normals' cuts (22e)
-    judge_small: str | None = None
+    # and what it lets go stays let go in a piece too small for a field of its own (whose trust
+    # is 1 by construction), judged again across the rounds' cuts (docs/decisions.md#robust-prior)
+    judge_small: bool = True
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,10 @@ class RobustPrior:
 
     A full-size absolute map with its sigma given is judged before any solve
     (:func:`judge_steps`, ``config.prior.judge_steps``): at full weight the first solve would
-    follow a wrong place pixel by pixel, and the rounds would cut along its edge.
+    follow a wrong place pixel by pixel, and the rounds would cut along its edge. A piece
+    too small for a field of its own (under ``min_pixels``: its deviation is 0, its trust 1
+    by construction) keeps that verdict, judged again across the normals' cuts at each
+    update (:func:`judge_again`, ``config.prior.judge_small``).
 
     ``at(None)``: the current weights (the prior's own before any update); ``at(z)``: update
     from z, then the weights. Where the normals are locally more precise than the prior
@@ -137,13 +140,12 @@ class RobustPrior:
         self.scale = 1.0                  # sigma / the prior's stated (or start) sigma
         self.sigma = float(prior.sigma)   # the prior's sigma in its units, estimated where not given
         self.weights = np.ones(self.has.size)
-        self.judged, self.keep_small, self.graph = None, c.judge_small, None
+        self.keep_small, self.graph = bool(c.judge_small), None
         cos = config.rounds.occlusion_cos
         if (c.judge_steps and prior.kind == "absolute" and prior.sigma_given and prior.block == 1
                 and self.loss is not None and cos is not None):
             self.graph = {}
             self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k, self.graph)
-            self.judged = self.weights.copy()
 
     def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
         if z is not None:
@@ -185,10 +187,10 @@ class RobustPrior:
             # error is rough between sparse measurements
             spread = 1.4826 * float(np.median(np.abs(dev[first]))) if first.size else 0.0
             self.weights = trust(dev / (self.k * max(self.scale, spread)), self.loss)
-            if self.judged is not None and piece is not None and self.keep_small:
-                # a piece too small for a field of its own trusts by construction (dev 0):
-                # no evidence against the judge's verdict
-                verdict = self.judged if self.keep_small == "first" else judge_again(self.graph, raw[1])
+            if self.graph is not None and piece is not None and self.keep_small:
+                # a piece too small for a field of its own trusts by construction (dev 0): no
+                # evidence against the judge's verdict, judged again across the normals' cuts
+                verdict = judge_again(self.graph, raw[1])
                 self.weights = np.where((piece < 0) & (verdict == 0), 0.0, self.weights)
 
     def _raw(self, weights: dict | None):
@@ -308,12 +310,13 @@ def judge_again(graph: dict, piece: np.ndarray) -> np.ndarray:
     from one of the normals' pieces (``piece`` per prior pixel, as the rounds' weights cut
     them) to another: there the normals no longer say the surface runs on."""
     i, j = graph["i"], graph["j"]
-    return _verdict(graph["comp"], i, j, graph["conflict"] & (piece[i] == piece[j]))
+    return _verdict(graph["comp"], i, j, graph["conflict"] & (piece[i] == piece[j]), graph.setdefault("memo", {}))
 
 
-def _verdict(comp: np.ndarray, i: np.ndarray, j: np.ndarray, conflict: np.ndarray) -> np.ndarray:
+def _verdict(comp: np.ndarray, i: np.ndarray, j: np.ndarray, conflict: np.ndarray, memo: dict | None = None) -> np.ndarray:
     """1 per prior pixel kept, 0 let go: over the edges (i, j) between components ``comp``,
-    each pair whose conflict edges outnumber its open ones holds one let go, the least pixels."""
+    each pair whose conflict edges outnumber its open ones holds one let go, the least pixels;
+    ``memo``: a dict that keeps the last pairs and verdict (the rounds' cuts seldom change them)."""
     if i.size == 0:
         return np.ones(comp.size)
     ci, cj = comp[i], comp[j]
@@ -322,7 +325,13 @@ def _verdict(comp: np.ndarray, i: np.ndarray, j: np.ndarray, conflict: np.ndarra
     pairs = pairs[np.bincount(inverse.ravel(), vote) > 0]
     if pairs.size == 0:
         return np.ones(comp.size)
-    return 1.0 - _least_cover(pairs, np.bincount(comp))[comp]
+    key = pairs.tobytes()
+    if memo is not None and memo.get("key") == key:      # the same pairs as last time: the same verdict
+        return memo["verdict"]
+    verdict = 1.0 - _least_cover(pairs, np.bincount(comp))[comp]
+    if memo is not None:
+        memo.update(key=key, verdict=verdict)
+    return verdict
 
 
 def _least_cover(pairs: np.ndarray, size: np.ndarray) -> np.ndarray:

@@ -33,11 +33,10 @@ CANDIDATES = {"quadratic": (None, 1.0), "cauchy": ("cauchy", 2.385), "huber": ("
 # candidates 16-19 (start-one, start-pieces: PriorConfig.judge_start "one" / "pieces") ran at
 # be00b1e, whose judge_start is gone (README, candidates 16-19)
 # candidate 22 (round 5, fifth session): tukey-given with PriorConfig.judge_steps
-SWITCHES = {"judge-steps": ("tukey-given", {"judge_steps": True}),
-            # candidate 22d: 22b with what the judge let go kept out of pieces too small for a field
-            "judge-small": ("tukey-given", {"judge_steps": True, "judge_small": "first"}),
-            # candidate 22e: 22d with the verdict judged again across the normals' cuts
-            "judge-again": ("tukey-given", {"judge_steps": True, "judge_small": "again"})}
+# (22d, `judge-small`, its first verdict kept in small pieces, ran at 76a5b9f as judge_small="first")
+SWITCHES = {"judge-steps": ("tukey-given", {"judge_steps": True, "judge_small": False}),
+            # candidate 22e: the verdict judged again across the normals' cuts, kept in small pieces
+            "judge-again": ("tukey-given", {"judge_steps": True, "judge_small": True})}
 PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma")
 
 

@@ -1,7 +1,8 @@
 # DiLiGenT `patches` (seed 0) with a PriorConfig switch FIELD at the default and flipped (22, 22b:
 # judge_steps, then off by default; 22d: judge_small), per object: absolute MADE, where the prior was
 # right, and seconds; writes NAME.json beside this file (22 ran as diligent_patches, 22b as
-# diligent_patches_22b, keys tukey-given / judge-steps).
+# diligent_patches_22b, keys tukey-given / judge-steps; 22e as diligent_patches_22e, the default
+# (22e) against judge_small flipped off, 22b; at 76a5b9f, where judge_small was a str).
 #   PYTHONPATH=$PWD python studies/robust-prior/candidate22/diligent_check.py NAME FIELD
 import json, sys, time, warnings
 from dataclasses import replace
@@ -26,7 +27,8 @@ for c in resolve_cases("diligent", "../shared/data/diligent")[1]:
     field = sys.argv[2]
     for on in (False, True):
         value = getattr(DEFAULT.prior, field)
-        cfg = replace(DEFAULT, prior=replace(DEFAULT.prior, **{field: (not value) if on else value}))
+        flipped = (not value) if isinstance(value, bool) else None      # a str switch: off
+        cfg = replace(DEFAULT, prior=replace(DEFAULT.prior, **{field: flipped if on else value}))
         t0 = time.perf_counter()
         res = integrate(inp, "fnin", depth_prior=p, config=cfg)
         row = {"abs": absolute_made(res.depth, gt, inp.mask), "right_abs": absolute_made(res.depth, gt, inp.mask & ~wrong),
