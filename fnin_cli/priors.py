@@ -266,7 +266,7 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     from scipy.sparse.csgraph import connected_components
 
     n = has.size
-    at = np.full(system.n, -1, np.int64)
+    at = np.full(system.n, -1, np.int32 if system.n < 2 ** 31 else np.int64)
     at[has] = np.arange(n)
     facing = view_cosine(system) >= cos_min
     i, j, u, both = [], [], [], []
@@ -278,26 +278,27 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
             normals_step = np.where(f, -0.5 * (m[p] / a[p] + m[q] / a[q]), 0.0)
         sig = 0.5 * (inv_sigma[at[p]] + inv_sigma[at[q]]) / np.sqrt(2.0)
         i.append(at[p]); j.append(at[q]); both.append(f)
-        u.append(np.abs(target[q] - target[p] - normals_step) * sig)
+        u.append((np.abs(target[q] - target[p] - normals_step) * sig).astype(np.float32))
     i, j, u, both = (np.concatenate(x) for x in (i, j, u, both))
     if not both.any():
         return np.ones(n)
     link = both & (u <= k * max(1.0, 1.4826 * float(np.median(u[both]))))
-    # each grazing pixel's edge of least prior step (u without the normals' step off facing pairs)
-    near = np.full(n, np.inf)
-    best = np.full(n, -1, np.int64)
-    for mine, other in ((i, j), (j, i)):
-        order = np.argsort(-u)                   # the least last: it wins the assignment
-        np.minimum.at(near, mine, u)
-        hit = u[order] <= near[mine[order]]
-        best[mine[order][hit]] = other[order][hit]
     grazing = np.ones(n, bool)
     grazing[i[both]] = False
     grazing[j[both]] = False
-    g = np.flatnonzero(grazing & (best >= 0))
-    ends_i = np.concatenate([i[link], g])
-    ends_j = np.concatenate([j[link], best[g]])
-    comp = connected_components(coo_matrix((np.ones(ends_i.size), (ends_i, ends_j)), shape=(n, n)),
+    # each grazing pixel's edge of least prior step (u without the normals' step off facing
+    # pairs): over the edges that touch one, ordered by pixel then step, each pixel's first
+    touch = np.flatnonzero(grazing[i] | grazing[j])
+    mine = np.concatenate([i[touch], j[touch]])
+    other = np.concatenate([j[touch], i[touch]])
+    step = np.concatenate([u[touch], u[touch]])
+    keep = grazing[mine]
+    mine, other, step = mine[keep], other[keep], step[keep]
+    order = np.lexsort((step, mine))
+    first = order[np.flatnonzero(np.r_[True, mine[order][1:] != mine[order][:-1]])] if order.size else order
+    ends_i = np.concatenate([i[link], mine[first]])
+    ends_j = np.concatenate([j[link], other[first]])
+    comp = connected_components(coo_matrix((np.ones(ends_i.size, np.int8), (ends_i, ends_j)), shape=(n, n)),
                                 directed=False)[1]
     apart = comp[i] != comp[j]
     if graph is not None:
