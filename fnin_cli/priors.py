@@ -142,8 +142,18 @@ class RobustPrior:
         self.weights = np.ones(self.has.size)
         self.keep_small, self.graph = bool(c.judge_small), None
         cos = config.rounds.occlusion_cos
-        if (c.judge_steps and prior.kind == "absolute" and prior.sigma_given and prior.block == 1
-                and self.loss is not None and cos is not None):
+        judged = c.judge_steps and prior.kind == "absolute" and prior.block == 1 and cos is not None
+        if judged and not prior.sigma_given and c.judge_estimates:
+            # its sigma from its own steps where the normals run on, before any solve: then
+            # as if it were given (the first solve weighs it at that sigma, Tukey's loss)
+            self.graph = {}
+            self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, c.loss_scale,
+                                       self.graph, floor=0.0)
+            self.scale = max(self.graph["spread"], self.floor)
+            self.sigma *= self.scale
+            self.estimate, self.pairs = False, None
+            self.loss, self.k = c.loss, float(c.loss_scale)
+        elif judged and prior.sigma_given and self.loss is not None:
             self.graph = {}
             self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k, self.graph)
 
@@ -231,7 +241,7 @@ class RobustPrior:
 
 
 def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarray, cos_min: float,
-                k: float, graph: dict | None = None) -> np.ndarray:
+                k: float, graph: dict | None = None, floor: float = 1.0) -> np.ndarray:
     """A full-size prior map's trust (1 or 0 per prior pixel ``has``) before any solve, from
     its own steps where the normals say the surface runs on.
 
@@ -260,7 +270,9 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     ([[0.0, 0.0], [0.0, 0.0]], 140.0)
 
     ``graph``: a dict that receives the components and the edges between them, for
-    :func:`judge_again`.
+    :func:`judge_again`, and the edges' robust spread (``spread``, in units of
+    ``inv_sigma``'s sigma). ``floor``: the least spread the threshold assumes (1: the stated
+    sigma; 0: the edges' own, for a sigma to be estimated).
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
@@ -281,8 +293,11 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
         u.append((np.abs(target[q] - target[p] - normals_step) * sig).astype(np.float32))
     i, j, u, both = (np.concatenate(x) for x in (i, j, u, both))
     if not both.any():
+        if graph is not None:
+            graph.update(comp=np.arange(n), i=i[:0], j=j[:0], conflict=both[:0], spread=1.0)
         return np.ones(n)
-    link = both & (u <= k * max(1.0, 1.4826 * float(np.median(u[both]))))
+    spread = 1.4826 * float(np.median(u[both]))
+    link = both & (u <= k * max(floor, spread))
     grazing = np.ones(n, bool)
     grazing[i[both]] = False
     grazing[j[both]] = False
@@ -302,7 +317,7 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
                                 directed=False)[1]
     apart = comp[i] != comp[j]
     if graph is not None:
-        graph.update(comp=comp, i=i[apart], j=j[apart], conflict=both[apart])
+        graph.update(comp=comp, i=i[apart], j=j[apart], conflict=both[apart], spread=spread)
     return _verdict(comp, i[apart], j[apart], both[apart])
 
 

@@ -22,8 +22,9 @@ repeat, and models what users hold beside their normals (docs/methods.md#depth-p
   warped by a smooth field of 4% of the object's depth range (a few random low-frequency
   waves), blurred by a Gaussian of 3 px inside the mask, then an unknown affine map of
   depth (a z + b, kind relative) or of disparity (a / z + b, kind disparity);
-- ``dense8-nosigma`` and ``sparse-nosigma``: ``dense8`` and ``sparse`` as a user without
-  a noise figure gives them: sigma is the reader's default (:func:`~fnin_cli.prior.default_sigma`).
+- ``dense8-nosigma``, ``sparse-nosigma`` and ``patches-nosigma``: ``dense8``, ``sparse`` and
+  ``patches`` as a user without a noise figure gives them: sigma is the reader's default
+  (:func:`~fnin_cli.prior.default_sigma`).
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ from ..solvers.system import view_cosine
 from ..solvers.system import NormalSystem
 
 KINDS = ("dense8", "sparse", "relative", "patches", "mono-depth", "mono-disparity", "dense8-nosigma",
-         "sparse-nosigma")
+         "sparse-nosigma", "patches-nosigma")
 # the kinds whose prior fixes the depth (an absolute error, nothing fitted, means something)
-ABSOLUTE_KINDS = ("dense8", "sparse", "patches", "dense8-nosigma", "sparse-nosigma")
+ABSOLUTE_KINDS = ("dense8", "sparse", "patches", "dense8-nosigma", "sparse-nosigma", "patches-nosigma")
 BLOCK = 8
 SPARSE_POINTS = 200
 PATCHES, PATCH_SHARE = 3, 0.05       # patches: three discs of 5% of the mask each
@@ -76,7 +77,7 @@ def make_prior(kind: str, gt: np.ndarray, inp, seed: int) -> DepthPrior:
         return _patches(gt, mask, rng, median, span, persp)
     if kind in ("mono-depth", "mono-disparity"):
         return _mono(gt, mask, rng, median, span, kind == "mono-disparity")
-    if kind in ("dense8-nosigma", "sparse-nosigma"):
+    if kind in ("dense8-nosigma", "sparse-nosigma", "patches-nosigma"):
         given = make_prior(kind.split("-")[0], gt, inp, seed)
         return replace(given, sigma=default_sigma(given.depth, persp), source=f"{given.source} (sigma not given)",
                        sigma_given=False)

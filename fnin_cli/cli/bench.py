@@ -66,7 +66,8 @@ def bench(
                                              "dense8 (a sensor's 1/8 map), sparse (200 SfM points), relative (a "
                                              "smoothed relative depth), patches (a full map with three wrong "
                                              "discs), mono-depth, mono-disparity (a monocular network's warped, "
-                                             "blurred output), dense8-nosigma, sparse-nosigma (sigma not given); "
+                                             "blurred output), dense8-nosigma, sparse-nosigma, patches-nosigma (sigma "
+                                             "not given); "
                                              "adds the absolute error and the methods prior (alone) and noprior "
                                              "(the default without it); --out-dir also gets each prior"),
     prior_seed: int = typer.Option(0, "--prior-seed", help="the seed of the --prior draws"),

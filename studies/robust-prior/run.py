@@ -36,8 +36,10 @@ CANDIDATES = {"quadratic": (None, 1.0), "cauchy": ("cauchy", 2.385), "huber": ("
 # (22d, `judge-small`, its first verdict kept in small pieces, ran at 76a5b9f as judge_small="first")
 SWITCHES = {"judge-steps": ("tukey-given", {"judge_steps": True, "judge_small": False}),
             # candidate 22e: the verdict judged again across the normals' cuts, kept in small pieces
-            "judge-again": ("tukey-given", {"judge_steps": True, "judge_small": True})}
-PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma")
+            "judge-again": ("tukey-given", {"judge_steps": True, "judge_small": True}),
+            # candidate 23: a full-size map without a sigma has it estimated from its steps first
+            "judge-estimates": ("tukey-given", {"judge_estimates": True})}
+PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma", "patches-nosigma")
 
 
 def config_of(name: str):
