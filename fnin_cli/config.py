@@ -197,9 +197,9 @@ class PriorConfig:
     # and what it lets go stays let go in a piece too small for a field of its own (whose trust
     # is 1 by construction), judged again across the rounds' cuts (docs/decisions.md#robust-prior)
     judge_small: bool = True
-    # candidate 23: a full-size absolute map without a sigma has it estimated from the same
-    # steps before any solve, and is then judged and weighed as if it were given
-    judge_estimates: bool = False
+    # a full-size absolute map without a sigma has it from the same steps before any solve,
+    # and is then judged and weighed as if it were given (docs/decisions.md#robust-prior)
+    judge_estimates: bool = True
 
 
 @dataclass(frozen=True)

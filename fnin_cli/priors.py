@@ -77,7 +77,9 @@ class RobustPrior:
     estimated once, at the first update, from that first solve (in which the prior was
     weak): noise is independent from one measurement to the next while the normals' error
     is smooth, so sigma is 1.4826 x the median |r_i - r_j| / sqrt(2) over neighbouring
-    measurements i, j (:func:`neighbour_pairs`).
+    measurements i, j (:func:`neighbour_pairs`). A full-size absolute map has it before any
+    solve, from its steps against the normals' (:func:`judge_steps`' spread,
+    ``config.prior.judge_estimates``), and is then weighed as if it had been given.
 
     A full-size absolute map with its sigma given is judged before any solve
     (:func:`judge_steps`, ``config.prior.judge_steps``): at full weight the first solve would

@@ -187,19 +187,29 @@ def test_cli_writes_where_the_prior_was_trusted_and_json_says_how_much_was_let_g
     assert not (tmp_path / "p.ply").exists()
 
 
+def _block_map(gt, mask, sigma, block, rng):
+    """(depth, share) of a prior at 1/``block`` of the map: block means of ``gt`` plus noise."""
+    h, w = gt.shape
+    small = gt[: h // block * block, : w // block * block].reshape(h // block, block, w // block, block).mean((1, 3))
+    d = np.full(gt.shape, np.nan)
+    d[: h // block * block, : w // block * block] = np.kron(small + rng.normal(0, sigma, small.shape), np.ones((block, block)))
+    d[~mask] = np.nan
+    return d, np.where(np.isfinite(d), 1.0 / block ** 2, 0.0)
+
+
 def test_the_sigma_is_estimated_before_the_rounds_start():
-    """Without a sigma the first solve weighs the prior at its start (here 20x too wide); the
-    estimate follows it and Stage II solves again at the estimate, so the rounds start from a
-    surface the prior held (candidate 9, studies/robust-prior): by the end of the method's
-    own solve the term holds the estimate, and the result is as near the truth as with the
-    true sigma given."""
+    """Without a sigma, a map at 1/k is first weighed at its start (here 20x too wide); the
+    estimate follows that first solve and Stage II solves again at it, so the rounds start
+    from a surface the prior held (candidate 9, studies/robust-prior): by the end of the
+    method's own solve the term holds the estimate, and the result is as near the truth as
+    with the true sigma given. A full-size map has its sigma before any solve (candidate 23)."""
     from fnin_cli.pipeline import run_method
     from fnin_cli.priors import prior_kind
 
     inp, gt = _bump("ortho")
     sigma = 0.003 * float(np.ptp(gt[inp.mask]))
-    d = np.where(inp.mask, gt + np.random.default_rng(5).normal(0, sigma, gt.shape), np.nan)
-    unknown = DepthPrior(d, np.isfinite(d).astype(float), 20 * sigma, sigma_given=False)
+    d, share = _block_map(gt, inp.mask, sigma, 2, np.random.default_rng(5))
+    unknown = DepthPrior(d, share, 20 * sigma, block=2, sigma_given=False)
     run = run_method(inp, prior=unknown)
     assert run.args.prior.estimate is False and run.args.prior.sigma == pytest.approx(sigma, rel=0.25)
     from fnin_cli.solvers.objective import FixedWeights
@@ -209,6 +219,7 @@ def test_the_sigma_is_estimated_before_the_rounds_start():
     # the second solve at the method's own tolerance (candidate 15c): a map's, not a given
     # sigma's, nor points' (they keep their weight: nothing for that solve to travel to)
     estimating = prior_kind(unknown, DEFAULT).term(run.system)
+    assert estimating.estimate is True
     assert replace(run.args, prior=estimating).second_rtol(1e-4) == 1e-4
     assert replace(run.args, prior=prior_kind(replace(unknown, sigma_given=True), DEFAULT).term(run.system)
                    ).second_rtol(1e-4) is None
@@ -219,6 +230,12 @@ def test_the_sigma_is_estimated_before_the_rounds_start():
     assert prior_kind(given, DEFAULT).term(run.system).estimate is False
     err = [float(np.mean(np.abs(integrate(inp, depth_prior=p).depth - gt)[inp.mask])) for p in (unknown, given)]
     assert err[0] <= 1.15 * err[1]
+    # a full-size map: estimated from its steps when its term is made, no solve for it
+    full = np.where(inp.mask, gt + np.random.default_rng(6).normal(0, sigma, gt.shape), np.nan)
+    term = prior_kind(DepthPrior(full, np.isfinite(full).astype(float), 20 * sigma, sigma_given=False),
+                      DEFAULT).term(run.system)
+    assert term.estimate is False and term.sigma == pytest.approx(sigma, rel=0.25)
+    assert replace(run.args, prior=term).second_rtol(1e-4) is None
 
 
 # ------------------------------------------------------------------ judged before the first solve
@@ -354,3 +371,34 @@ def test_a_sliver_keeps_the_judge_s_verdict_judged_again_across_the_normals_cuts
     t = RobustPrior(DepthPrior(step, np.ones((30, 30)), 0.1), s, D)
     t.update(z, _cut_around(s, sliver))
     assert t.trusted(s.mask)[sliver].max() == 0.0                         # joined: still let go
+
+
+@pytest.mark.parametrize("kind,frac", [("ortho", 0.002), ("persp", 0.0007)])
+def test_a_map_without_sigma_has_it_from_its_steps_and_its_wrong_discs_let_go(kind, frac):
+    """The discs of the test above on a map given without a sigma (the reader's default, about
+    500 of its sigmas wide here): its sigma is read from its own steps before any solve, within
+    25% of the truth, and the discs are let go as with the sigma given. Regression (candidate
+    23): the estimated path's monotone loss let each disc pull (DiLiGenT 1.137 mm against 0.186
+    with the sigma given)."""
+    from fnin_cli.prior import default_sigma
+
+    inp, gt = _bump(kind)
+    scale = float(np.ptp(gt[inp.mask])) if kind == "ortho" else float(np.median(gt[inp.mask]))
+    sigma = frac * scale
+    rng = np.random.default_rng(0)
+    d = np.where(inp.mask, gt + rng.normal(0.0, sigma, gt.shape), np.nan)
+    rows, cols = np.nonzero(inp.mask)
+    wrong = np.zeros(gt.shape, bool)
+    for k in range(3):
+        c = (2 * k + 1) * rows.size // 6
+        wrong[rows, cols] |= np.isin(np.arange(rows.size),
+                                     np.argsort((rows - rows[c]) ** 2 + (cols - cols[c]) ** 2)[: rows.size // 20])
+    d = np.where(wrong, d + 30 * sigma, d)
+    prior = DepthPrior(d, np.isfinite(d).astype(float), default_sigma(d, inp.camera.perspective), sigma_given=False)
+    res = integrate(inp, depth_prior=prior)
+    assert res.prior_residual["sigma_estimated"] is True
+    assert res.prior_residual["sigma"] == pytest.approx(sigma, rel=0.25)
+    err = lambda r, where: float(np.mean(np.abs(r.depth - gt)[where])) / sigma   # noqa: E731
+    assert err(res, wrong) < 1.0 and err(res, inp.mask & ~wrong) < 1.0
+    before = integrate(inp, depth_prior=prior, config=replace(DEFAULT, prior=replace(DEFAULT.prior, judge_estimates=False)))
+    assert err(before, wrong) > 3.0

@@ -3,7 +3,8 @@
 # right, and seconds; writes NAME.json beside this file (22 ran as diligent_patches, 22b as
 # diligent_patches_22b, keys tukey-given / judge-steps; 22e as diligent_patches_22e, the default
 # (22e) against judge_small flipped off, 22b; at 76a5b9f, where judge_small was a str).
-#   PYTHONPATH=$PWD python studies/robust-prior/candidate22/diligent_check.py NAME FIELD
+#   PYTHONPATH=$PWD python studies/robust-prior/candidate22/diligent_check.py NAME FIELD [KIND]
+# (23: candidate23/..., `diligent_patches-nosigma_23 judge_estimates patches-nosigma`, written here)
 import json, sys, time, warnings
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +23,7 @@ limit_threads(1)
 out = {}
 for c in resolve_cases("diligent", "../shared/data/diligent")[1]:
     inp, gt = c.load()
-    p = make_prior("patches", gt, inp, case_seed(0, c.name))
+    p = make_prior(sys.argv[3] if len(sys.argv) > 3 else "patches", gt, inp, case_seed(0, c.name))
     wrong = p.meta["wrong"]
     field = sys.argv[2]
     for on in (False, True):
