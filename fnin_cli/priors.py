@@ -150,14 +150,15 @@ class RobustPrior:
             # as if it were given (the first solve weighs it at that sigma, Tukey's loss)
             self.graph = {}
             self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, c.loss_scale,
-                                       self.graph, floor=0.0)
+                                       self.graph, floor=0.0, smooth_open=c.judge_open)
             self.scale = max(self.graph["spread"], self.floor)
             self.sigma *= self.scale
             self.estimate, self.pairs = False, None
             self.loss, self.k = c.loss, float(c.loss_scale)
         elif judged and prior.sigma_given and self.loss is not None:
             self.graph = {}
-            self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k, self.graph)
+            self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k, self.graph,
+                                       smooth_open=c.judge_open)
 
     def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
         if z is not None:
@@ -243,7 +244,7 @@ class RobustPrior:
 
 
 def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarray, cos_min: float,
-                k: float, graph: dict | None = None, floor: float = 1.0) -> np.ndarray:
+                k: float, graph: dict | None = None, floor: float = 1.0, smooth_open: bool = False) -> np.ndarray:
     """A full-size prior map's trust (1 or 0 per prior pixel ``has``) before any solve, from
     its own steps where the normals say the surface runs on.
 
@@ -313,6 +314,8 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     mine, other, step = mine[keep], other[keep], step[keep]
     order = np.lexsort((step, mine))
     first = order[np.flatnonzero(np.r_[True, mine[order][1:] != mine[order][:-1]])] if order.size else order
+    if smooth_open:   # candidate 22f: an open edge whose prior step alone is within the threshold links
+        link = link | (~both & (u <= k * max(floor, spread)))
     ends_i = np.concatenate([i[link], mine[first]])
     ends_j = np.concatenate([j[link], other[first]])
     comp = connected_components(coo_matrix((np.ones(ends_i.size, np.int8), (ends_i, ends_j)), shape=(n, n)),

@@ -38,7 +38,9 @@ SWITCHES = {"judge-steps": ("tukey-given", {"judge_steps": True, "judge_small": 
             # candidate 22e: the verdict judged again across the normals' cuts, kept in small pieces
             "judge-again": ("tukey-given", {"judge_steps": True, "judge_small": True}),
             # candidate 23: a full-size map without a sigma has it estimated from its steps first
-            "judge-estimates": ("tukey-given", {"judge_estimates": True})}
+            "judge-estimates": ("tukey-given", {"judge_estimates": True}),
+            # candidate 22f: today's judge with open edges linked where the prior's own step is small
+            "judge-open": ("tukey-given", {"judge_open": True})}
 PRIORS = ("patches", "dense8", "sparse", "dense8-nosigma", "sparse-nosigma", "patches-nosigma")
 
 
