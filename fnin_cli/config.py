@@ -200,9 +200,9 @@ class PriorConfig:
     # a full-size absolute map without a sigma has it from the same steps before any solve,
     # and is then judged and weighed as if it were given (docs/decisions.md#robust-prior)
     judge_estimates: bool = True
-    # candidate 22f: an open edge (a grazing pixel on it) whose prior step is within the judge's
-    # threshold links its pixels
-    judge_open: bool = False
+    # the judge links an open edge (a grazing pixel on it) where the prior's own step is within
+    # its threshold: grazing lines do not split a right surface (docs/decisions.md#robust-prior)
+    judge_open: bool = True
 
 
 @dataclass(frozen=True)

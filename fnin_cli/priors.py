@@ -244,7 +244,7 @@ class RobustPrior:
 
 
 def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarray, cos_min: float,
-                k: float, graph: dict | None = None, floor: float = 1.0, smooth_open: bool = False) -> np.ndarray:
+                k: float, graph: dict | None = None, floor: float = 1.0, smooth_open: bool = True) -> np.ndarray:
     """A full-size prior map's trust (1 or 0 per prior pixel ``has``) before any solve, from
     its own steps where the normals say the surface runs on.
 
@@ -253,8 +253,10 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     the normals' (the mean of the two pixels' -n / a), in units of the edge's noise
     (sqrt 2 sigma, ``inv_sigma`` = 1/sigma per prior pixel), or of the edges' own robust
     spread where that is wider (normals less precise than the prior). An edge within ``k``
-    links its pixels, one beyond is a conflict; a grazing pixel links to its neighbour with
-    the least prior step (it belongs to the surface it grazes). Two linked components whose
+    links its pixels, one beyond is a conflict; an open edge (a grazing pixel on it: the
+    normals say nothing of its step) links where the prior's own step is within ``k``
+    (``smooth_open``), and a grazing pixel links to its neighbour with the least prior step
+    in any case (it belongs to the surface it grazes). Two linked components whose
     shared conflict edges outnumber their shared open ones (a grazing pixel on either side)
     cannot both be right; the least pixels that leave no such pair both kept are let go (0),
     the rest kept (1): a wrong place of the map (an outlier patch, a flying pixel) steps away
@@ -314,7 +316,7 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     mine, other, step = mine[keep], other[keep], step[keep]
     order = np.lexsort((step, mine))
     first = order[np.flatnonzero(np.r_[True, mine[order][1:] != mine[order][:-1]])] if order.size else order
-    if smooth_open:   # candidate 22f: an open edge whose prior step alone is within the threshold links
+    if smooth_open:
         link = link | (~both & (u <= k * max(floor, spread)))
     ends_i = np.concatenate([i[link], mine[first]])
     ends_j = np.concatenate([j[link], other[first]])

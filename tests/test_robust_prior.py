@@ -402,3 +402,28 @@ def test_a_map_without_sigma_has_it_from_its_steps_and_its_wrong_discs_let_go(ki
     assert err(res, wrong) < 1.0 and err(res, inp.mask & ~wrong) < 1.0
     before = integrate(inp, depth_prior=prior, config=replace(DEFAULT, prior=replace(DEFAULT.prior, judge_estimates=False)))
     assert err(before, wrong) > 3.0
+
+
+def test_the_right_surface_split_by_grazing_lines_stays_one_against_two_discs():
+    """Two discs (220 px, 90 sigma off) inside a frame of grazing pixels; the right pixels
+    inside the frame (164 px) touch both, the rest of the plane lies outside it. Regression
+    (candidate 22f; DiLiGenT buddha with 10-sigma discs 0.346 -> 1.575): each grazing pixel
+    linked only to its least-step neighbour, so the frame split the right surface and the
+    least pixels let the inside go, not the discs. The prior's own step across the frame is
+    small: it links, and the discs go."""
+    from fnin_cli.priors import judge_steps
+
+    normals, system = _plane(30, 40)
+    rr, cc = np.mgrid[:30, :40]
+    frame = (((rr == 8) | (rr == 21)) & (cc >= 3) & (cc <= 36)) | (((cc == 3) | (cc == 36)) & (rr >= 8) & (rr <= 21))
+    _graze(normals, frame)
+    discs = (rr >= 10) & (rr <= 19) & (((cc >= 5) & (cc <= 15)) | ((cc >= 24) & (cc <= 34)))
+    inside = (rr > 8) & (rr < 21) & (cc > 3) & (cc < 36) & ~discs
+    assert discs.sum() == 220 and inside.sum() == 164
+    depth = 1.0 + np.random.default_rng(4).normal(0, 0.1, (30, 40)) + 9.0 * discs
+    s = system(normals)
+    args = (s, np.arange(1200), depth.ravel(), np.full(1200, 10.0), 0.3, 4.685)
+    t = judge_steps(*args).reshape(30, 40)
+    assert t[discs].max() == 0.0 and t[~discs].min() == 1.0
+    before = judge_steps(*args, smooth_open=False).reshape(30, 40)
+    assert before[inside].max() == 0.0 and before[discs].min() == 1.0     # what it was
