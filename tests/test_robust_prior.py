@@ -43,6 +43,20 @@ def _patched(gt, mask, sigma, shift, seed=0):
     return DepthPrior(d, np.isfinite(d).astype(float), sigma), wrong
 
 
+def _three_discs(inp, gt, sigma, seed=0):
+    """(a full-size map of ``gt`` with noise ``sigma``, the pixels of three discs of 5% of
+    the mask each, along the mask's pixel order); the caller shifts the discs."""
+    rng = np.random.default_rng(seed)
+    d = np.where(inp.mask, gt + rng.normal(0.0, sigma, gt.shape), np.nan)
+    rows, cols = np.nonzero(inp.mask)
+    wrong = np.zeros(gt.shape, bool)
+    for k in range(3):
+        c = (2 * k + 1) * rows.size // 6
+        wrong[rows, cols] |= np.isin(np.arange(rows.size),
+                                     np.argsort((rows - rows[c]) ** 2 + (cols - cols[c]) ** 2)[: rows.size // 20])
+    return d, wrong
+
+
 @pytest.mark.parametrize("kind", ["ortho", "persp"])
 def test_a_wrong_patch_is_let_go_and_the_surface_stays_where_the_prior_is_right(kind):
     """A sensor-like prior (its noise larger than the normals' error over a pixel) with one
@@ -73,14 +87,7 @@ def test_wrong_discs_far_off_keep_no_pull_where_the_prior_is_right(kind):
     over the right pixels here, 0.1 mm on DiLiGenT); Tukey's lets them go."""
     inp, gt = _bump(kind)
     sigma = 0.02 * float(np.ptp(gt[inp.mask]))
-    rng = np.random.default_rng(0)
-    d = np.where(inp.mask, gt + rng.normal(0.0, sigma, gt.shape), np.nan)
-    rows, cols = np.nonzero(inp.mask)
-    wrong = np.zeros(gt.shape, bool)
-    for k in range(3):
-        c = (2 * k + 1) * rows.size // 6
-        wrong[rows, cols] |= np.isin(np.arange(rows.size),
-                                     np.argsort((rows - rows[c]) ** 2 + (cols - cols[c]) ** 2)[: rows.size // 20])
+    d, wrong = _three_discs(inp, gt, sigma)
     share = np.isfinite(d).astype(float)
     shifted = integrate(inp, depth_prior=DepthPrior(np.where(wrong, d + 30 * sigma, d), share, sigma))
     clean = integrate(inp, depth_prior=DepthPrior(d, share, sigma))
@@ -308,14 +315,7 @@ def test_a_precise_prior_s_wrong_discs_are_let_go_before_the_first_solve_follows
     inp, gt = _bump(kind)
     scale = float(np.ptp(gt[inp.mask])) if kind == "ortho" else float(np.median(gt[inp.mask]))
     sigma = frac * scale
-    rng = np.random.default_rng(0)
-    d = np.where(inp.mask, gt + rng.normal(0.0, sigma, gt.shape), np.nan)
-    rows, cols = np.nonzero(inp.mask)
-    wrong = np.zeros(gt.shape, bool)
-    for k in range(3):
-        c = (2 * k + 1) * rows.size // 6
-        wrong[rows, cols] |= np.isin(np.arange(rows.size),
-                                     np.argsort((rows - rows[c]) ** 2 + (cols - cols[c]) ** 2)[: rows.size // 20])
+    d, wrong = _three_discs(inp, gt, sigma)
     prior = DepthPrior(np.where(wrong, d + 30 * sigma, d), np.isfinite(d).astype(float), sigma)
     err = lambda res, where: float(np.mean(np.abs(res.depth - gt)[where])) / sigma   # noqa: E731
     judged = integrate(inp, depth_prior=prior)
@@ -385,14 +385,7 @@ def test_a_map_without_sigma_has_it_from_its_steps_and_its_wrong_discs_let_go(ki
     inp, gt = _bump(kind)
     scale = float(np.ptp(gt[inp.mask])) if kind == "ortho" else float(np.median(gt[inp.mask]))
     sigma = frac * scale
-    rng = np.random.default_rng(0)
-    d = np.where(inp.mask, gt + rng.normal(0.0, sigma, gt.shape), np.nan)
-    rows, cols = np.nonzero(inp.mask)
-    wrong = np.zeros(gt.shape, bool)
-    for k in range(3):
-        c = (2 * k + 1) * rows.size // 6
-        wrong[rows, cols] |= np.isin(np.arange(rows.size),
-                                     np.argsort((rows - rows[c]) ** 2 + (cols - cols[c]) ** 2)[: rows.size // 20])
+    d, wrong = _three_discs(inp, gt, sigma)
     d = np.where(wrong, d + 30 * sigma, d)
     prior = DepthPrior(d, np.isfinite(d).astype(float), default_sigma(d, inp.camera.perspective), sigma_given=False)
     res = integrate(inp, depth_prior=prior)
