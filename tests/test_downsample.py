@@ -13,6 +13,7 @@ from fnin_cli.camera import Camera
 from fnin_cli.data.analytic import paraboloid
 from fnin_cli.downsample import downsample_input
 from fnin_cli.errors import FninError
+from fnin_cli import io
 from fnin_cli.io import read_mask
 from fnin_cli.pipeline import build_input, integrate
 
@@ -132,3 +133,35 @@ def test_depth_at_names_a_full_resolution_pixel_under_downsample(tmp_path):
                 "--depth-at", f"{2 * i + 1},{2 * j},7.5", "-q"])
     assert r.exit_code == 0, r.stderr
     assert np.load(tmp_path / "d.npy")[i, j] == pytest.approx(7.5, rel=1e-5)
+
+
+def test_a_depth_prior_is_counted_by_the_memory_check(monkeypatch, tmp_path):
+    """A prior adds BYTES_PRIOR_IMAGE per pixel of the map and BYTES_PRIOR per masked pixel
+    (studies/memory-prior: 1.21-1.48x the measured peaks with a full-size prior, 0.8-24 MP);
+    the refusal says it counted one, and `fnin integrate` counts a folder's depth_prior.*
+    before reading the map."""
+    base = memory.estimate_bytes((4000, 6000), "fnin", True, 1_500_000)
+    with_prior = memory.estimate_bytes((4000, 6000), "fnin", True, 1_500_000, prior=True)
+    assert with_prior - base == 4000 * 6000 * memory.BYTES_PRIOR_IMAGE + 1_500_000 * memory.BYTES_PRIOR
+    assert memory.estimate_bytes((4000, 6000), "fnin", True, 1_500_000, 4, prior=True) < with_prior
+    monkeypatch.setattr(memory, "rss_kb", lambda: 0)
+    need = [memory.estimate_bytes((64, 64), "fnin", True, 64 * 64, 1, p) for p in (False, True)]
+    monkeypatch.setattr(memory, "available_memory", lambda: (need[0] + need[1]) // 2)
+    memory.check_memory((64, 64), "fnin", "m.png", True, 1, pixels=64 * 64)          # fits without
+    with pytest.raises(FninError) as err:
+        memory.check_memory((64, 64), "fnin", "m.png", True, 1, pixels=64 * 64, prior=True)
+    assert "and a depth prior" in err.value.message
+    # the CLI (a depth map out: no mesh): a folder with a prior beside its map is refused
+    # where the same without it runs
+    need = [memory.estimate_bytes((64, 64), "fnin", False, 64 * 64, 1, p) for p in (False, True)]
+    monkeypatch.setattr(memory, "available_memory", lambda: (need[0] + need[1]) // 2)
+    case = tmp_path / "case"
+    case.mkdir()
+    normals = np.dstack([np.zeros((64, 64, 2)), -np.ones((64, 64, 1))]).astype(np.float32)
+    io.write_normal_map(case / "normal_map.png", normals, force=True)
+    io.write_png(case / "mask.png", np.full((64, 64), 255, np.uint8))
+    r = invoke(["integrate", str(case), "-o", str(tmp_path / "a.npy"), "--pixel-size", "1"])
+    assert r.exit_code == 0, r.output
+    np.save(case / "depth_prior.npy", np.tile(np.linspace(1.0, 2.0, 64, dtype=np.float32), (64, 1)))
+    r = invoke(["integrate", str(case), "-o", str(tmp_path / "b.npy"), "--pixel-size", "1"])
+    assert r.exit_code != 0 and "and a depth prior" in r.output and not (tmp_path / "b.npy").exists()

@@ -7,9 +7,10 @@ is::
     + BYTES_LOAD x image pixels          (the raw map, the float32 normals, the mask)
     + (BYTES_FRAME [+ BYTES_NETWORK_FRAME]) x frame pixels   (the map after --downsample)
     + (method bytes + BYTES_MESH) x masked pixels            (after --downsample, if any)
+    [+ BYTES_PRIOR_IMAGE x image pixels + BYTES_PRIOR x masked pixels, with a depth prior]
 
 checked against measured peaks from 0.3 to 24 MP (studies/memory-estimate/: every
-estimate within 1.0-1.5x of the peak). Before reading the map the masked pixels come from
+estimate within 1.0-1.5x of the peak; with a prior, studies/memory-prior/). Before reading the map the masked pixels come from
 the mask file; without one, only the reading is checked then, and the whole estimate
 again once the map is loaded and its valid normals are known.
 """
@@ -32,17 +33,23 @@ BYTES_LOAD = 24
 BYTES_FRAME = 24
 BYTES_NETWORK_FRAME = 24
 BYTES_MESH = 150
+# A depth prior (studies/memory-prior/README.md: measured with a full-size map from 0.8 to
+# 24 MP, two terms fitted, raised 20 %): per pixel of the map (its values and share as read)
+# and per masked pixel (the term, the robust term's state, the judge of its steps).
+BYTES_PRIOR_IMAGE = 32
+BYTES_PRIOR = 170
 DOWNSAMPLE_MAX = 16   # the largest --downsample the refusal suggests
 
 
 # ------------------------------------------------------------------ memory
 
-def estimate_bytes(shape, method: str, mesh: bool = True, pixels: int | None = None, downsample: int = 1) -> int:
+def estimate_bytes(shape, method: str, mesh: bool = True, pixels: int | None = None, downsample: int = 1,
+                   prior: bool = False) -> int:
     """Peak memory estimate (bytes) for integrating a map of ``shape``.
 
     ``pixels``: masked pixels at full resolution (None: every pixel; 0: reading only);
     ``downsample``: the ``--downsample`` factor (the solve and mesh then see about
-    ``pixels / downsample**2`` pixels).
+    ``pixels / downsample**2`` pixels); ``prior``: whether a depth prior is given.
     """
     h, w = int(shape[0]), int(shape[1])
     n = h * w if pixels is None else int(pixels)
@@ -53,11 +60,14 @@ def estimate_bytes(shape, method: str, mesh: bool = True, pixels: int | None = N
     ds = max(1, int(downsample))
     # the map is read at full size, the frame integrated is the reduced one with --downsample
     image = h * w * BYTES_LOAD + (h // ds) * (w // ds) * (BYTES_FRAME + (BYTES_NETWORK_FRAME if network else 0))
+    if prior:
+        image += h * w * BYTES_PRIOR_IMAGE
+        per += BYTES_PRIOR
     return base + image + (n * per) // ds**2
 
 
 def check_memory(shape, method: str, path, mesh: bool = True, workers: int = 1, pixels=None,
-                 downsample: int = 1) -> None:
+                 downsample: int = 1, prior: bool = False) -> None:
     """Refuse (FninError) an input whose estimated peak memory exceeds what is available.
 
     The refusal names the masked pixels, the estimate and the free memory, and suggests
@@ -71,7 +81,7 @@ def check_memory(shape, method: str, path, mesh: bool = True, workers: int = 1, 
     m = BY_NAME.get(method)
     base = BASE_NETWORK if (m is None or m.needs_network) else BASE_CLASSIC
     held = min(base, (rss_kb() or 0) * 1024) if workers <= 1 else 0
-    need = estimate_bytes(shape, method, mesh, pixels, downsample)
+    need = estimate_bytes(shape, method, mesh, pixels, downsample, prior)
     share = avail // max(1, workers)
     if need - held <= share:
         return
@@ -81,10 +91,11 @@ def check_memory(shape, method: str, path, mesh: bool = True, workers: int = 1, 
     if downsample > 1:
         masked += f" (before --downsample {downsample})"
     fit = next((n for n in range(max(2, downsample + 1), DOWNSAMPLE_MAX + 1)
-                if estimate_bytes(shape, method, mesh, pixels, n) - held <= share), None)
-    hint = (f"try --downsample {fit} (about {estimate_bytes(shape, method, mesh, pixels, fit) / 2**30:.1f} GiB)"
+                if estimate_bytes(shape, method, mesh, pixels, n, prior) - held <= share), None)
+    hint = (f"try --downsample {fit} (about {estimate_bytes(shape, method, mesh, pixels, fit, prior) / 2**30:.1f} GiB)"
             f" or crop the map" if fit else "crop the map")
     raise FninError(
-        f"a {w}x{h} map with {masked} needs about {need / 2**30:.1f} GiB of memory with --method {method} "
+        f"a {w}x{h} map with {masked} needs about {need / 2**30:.1f} GiB of memory with --method {method}"
+        + (" and a depth prior " if prior else " ") +
         f"but only {share / 2**30:.1f} GiB is free{per_worker}; {hint}"
         + (", or use fewer --jobs" if workers > 1 else ""), path)
