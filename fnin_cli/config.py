@@ -97,8 +97,6 @@ class RoundsConfig:
     # a round that took more than this many PCG iterations has the next build a fresh AMG
     # hierarchy; None: never (docs/decisions.md#rounds-rebuild)
     rebuild_after: int | None = 8
-    # the same where a depth prior's term reweights itself (studies/prior-rebuild candidate 1: 0)
-    prior_rebuild_after: int | None = 8
     # Stage II before rounds solves to this and the rounds refresh its hierarchy; None: it
     # solves as the one-shot does and the rounds build their own (docs/decisions.md#stage2-before-rounds)
     stage2_rtol: float | None = 1e-3

@@ -263,13 +263,10 @@ def run_method(inp: Input, method: str = DEFAULT_METHOD, refine: int | None = No
     if stage is not None:
         stage("network" if m.needs_network else "solve", None, None)
     rounds = m.rounds(config, refine)
+    hierarchy = AMGCache(rounds.refresh_every, rounds.rebuild_after) if rounds.max_rounds else None
     shared = rounds.max_rounds and rounds.stage2_rtol is not None
     kind = prior_kind(prior, config)
     term = None if kind is None else kind.term(system)
-    # a term that reweights itself moves the diagonal between rounds by up to its whole weight
-    reweights = getattr(term, "reweights", False) and getattr(term, "loss", None) is not None
-    rebuild = rounds.prior_rebuild_after if reweights else rounds.rebuild_after
-    hierarchy = AMGCache(rounds.refresh_every, rebuild) if rounds.max_rounds else None
     args = RunArgs(lam_sys, config, backend, device, model, progress, stage,
                    rounds.stage2_rtol if shared else None, hierarchy if shared else None, term,
                    bool(rounds.max_rounds))

@@ -2,7 +2,8 @@
 and a candidate's (`--candidate N`: its `prior_rebuild_after`; studies/prior-rebuild/README.md), one
 process, one thread.
 
-Reads the views and priors ``studies/memory-prior/run.py`` rendered into ``--tmp``.
+Reads the views and priors ``studies/memory-prior/run.py`` rendered into ``--tmp``. Runs at 3e6ccc4, whose
+``RoundsConfig.prior_rebuild_after`` the candidates set (removed after them).
 
     PYTHONPATH=$PWD python studies/prior-rebuild/run.py --out OUT.json --candidate N [--tmp /tmp/fnin_mem_prior]
 """
