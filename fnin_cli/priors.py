@@ -147,14 +147,17 @@ class RobustPrior:
         judged = c.judge_steps and prior.kind == "absolute" and prior.block == 1 and cos is not None
         if judged and not prior.sigma_given and c.judge_estimates:
             # its sigma from its own steps where the normals run on, before any solve: then
-            # as if it were given (the first solve weighs it at that sigma, Tukey's loss)
-            self.graph = {}
-            self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, c.loss_scale,
-                                       self.graph, floor=0.0, smooth_open=c.judge_open)
-            self.scale = max(self.graph["spread"], self.floor)
-            self.sigma *= self.scale
-            self.estimate, self.pairs = False, None
-            self.loss, self.k = c.loss, float(c.loss_scale)
+            # as if it were given (the first solve weighs it at that sigma, Tukey's loss); no
+            # two neighbours both facing the camera: estimated after the first solve, as before
+            graph = {}
+            weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, c.loss_scale,
+                                  graph, floor=0.0, smooth_open=c.judge_open)
+            if graph["spread"] is not None:
+                self.graph, self.weights = graph, weights
+                self.scale = max(graph["spread"], self.floor)
+                self.sigma *= self.scale
+                self.estimate, self.pairs = False, None
+                self.loss, self.k = c.loss, float(c.loss_scale)
         elif judged and prior.sigma_given and self.loss is not None:
             self.graph = {}
             self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k, self.graph,
@@ -299,7 +302,7 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     i, j, u, both = (np.concatenate(x) for x in (i, j, u, both))
     if not both.any():
         if graph is not None:
-            graph.update(comp=np.arange(n), i=i[:0], j=j[:0], conflict=both[:0], spread=1.0)
+            graph.update(comp=np.arange(n), i=i[:0], j=j[:0], conflict=both[:0], spread=None)
         return np.ones(n)
     spread = 1.4826 * float(np.median(u[both]))
     link = both & (u <= k * max(floor, spread))

@@ -420,3 +420,15 @@ def test_the_right_surface_split_by_grazing_lines_stays_one_against_two_discs():
     assert t[discs].max() == 0.0 and t[~discs].min() == 1.0
     before = judge_steps(*args, smooth_open=False).reshape(30, 40)
     assert before[inside].max() == 0.0 and before[discs].min() == 1.0     # what it was
+
+
+def test_a_map_without_sigma_and_no_facing_neighbours_is_estimated_after_the_first_solve():
+    """Every pixel grazing: the steps say nothing of the map's noise, so its sigma is left to
+    the estimate after the first solve (no judge), not taken as the start's."""
+    from fnin_cli.priors import RobustPrior
+
+    normals, system = _plane(12, 12)
+    _graze(normals, np.ones((12, 12), bool))
+    s = system(normals)
+    t = RobustPrior(DepthPrior(np.ones((12, 12)), np.ones((12, 12)), 5.0, sigma_given=False), s, DEFAULT)
+    assert t.estimate is True and t.graph is None and t.loss == DEFAULT.prior.estimated_loss
