@@ -115,7 +115,7 @@ def prepare(path, options: Options, name: str | None = None, mesh: bool = True, 
     ds = options.downsample
     mask = options.mask
     mask_source = None   # the mask file read here (the loader then gets its array)
-    has_prior = prior_file(path, options, name) is not None   # the memory check counts it
+    prior_path = prior_file(path, options, name)   # the memory check counts it; read after the map
     if shape is not None:
         io.check_size(shape, npath)
         # the masked pixels decide the memory: read the mask now (once; the loader gets the array)
@@ -123,7 +123,7 @@ def prepare(path, options: Options, name: str | None = None, mesh: bool = True, 
         if mask_path is not None:
             mask, mask_source = io.read_mask(mask_path, shape), str(mask_path)
             # the memory check, once: before reading the map where its masked pixels are known
-            check_memory(shape, options.method, npath, mesh, workers, int(mask.sum()), ds, has_prior)
+            check_memory(shape, options.method, npath, mesh, workers, int(mask.sum()), ds, prior_path is not None)
     checked = mask_source is not None
     K = options.K
     if options.fx is not None:
@@ -152,10 +152,9 @@ def prepare(path, options: Options, name: str | None = None, mesh: bool = True, 
     rec["camera"] = "perspective" if inp.camera.perspective else "orthographic"
     rec["pixels"] = int(inp.mask.sum())
     if not checked:   # no mask file: the memory check with the map's valid normals as its mask
-        check_memory(full_shape, options.method, npath, mesh, workers, full_pixels, ds, has_prior)
+        check_memory(full_shape, options.method, npath, mesh, workers, full_pixels, ds, prior_path is not None)
     depth_at = downsample_pins(options.depth_at, ds)
     prior = None
-    prior_path = prior_file(path, options, name)
     if prior_path is not None:
         prior = read_prior(prior_path, full_shape, inp.camera, options.prior_sigma, options.prior_kind)
         prior = downsample_prior(prior, ds)

@@ -144,24 +144,22 @@ class RobustPrior:
         self.weights = np.ones(self.has.size)
         self.keep_small, self.graph = bool(c.judge_small), None
         cos = config.rounds.occlusion_cos
-        judged = c.judge_steps and prior.kind == "absolute" and prior.block == 1 and cos is not None
-        if judged and not prior.sigma_given and c.judge_estimates:
-            # its sigma from its own steps where the normals run on, before any solve: then
-            # as if it were given (the first solve weighs it at that sigma, Tukey's loss); no
-            # two neighbours both facing the camera: estimated after the first solve, as before
+        estimating = not prior.sigma_given
+        if (c.judge_steps and prior.kind == "absolute" and prior.block == 1 and cos is not None
+                and (c.judge_estimates if estimating else self.loss is not None)):
+            # judged at Tukey's scale; a sigma not given is the steps' own spread, and the map is
+            # then weighed as if it had been given (the first solve at that sigma); with no two
+            # neighbours both facing the camera it is estimated after the first solve, as before
             graph = {}
-            weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, c.loss_scale,
-                                  graph, floor=0.0, smooth_open=c.judge_open)
-            if graph["spread"] is not None:
+            weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, c.loss_scale, graph,
+                                  floor=0.0 if estimating else 1.0, smooth_open=c.judge_open)
+            if not estimating or graph["spread"] is not None:
                 self.graph, self.weights = graph, weights
+            if estimating and graph["spread"] is not None:
                 self.scale = max(graph["spread"], self.floor)
                 self.sigma *= self.scale
                 self.estimate, self.pairs = False, None
                 self.loss, self.k = c.loss, float(c.loss_scale)
-        elif judged and prior.sigma_given and self.loss is not None:
-            self.graph = {}
-            self.weights = judge_steps(system, self.has, self.target, self.inv_sigma, cos, self.k, self.graph,
-                                       smooth_open=c.judge_open)
 
     def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
         if z is not None:
@@ -197,7 +195,7 @@ class RobustPrior:
             if self.grid is None:
                 self.grid = FieldGrid(self.rc, self.shape, self.smooth)
             raw = self._raw(weights)
-            piece = self._pieces(weights, raw)
+            piece = self._pieces(raw)
             dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, piece, self.grid)
             # the spread of the deviations: the prior's sigma, or wider where the normals'
             # error is rough between sparse measurements
@@ -218,10 +216,9 @@ class RobustPrior:
         raw = components(self.system, weights, self.cut, True, drop=self.contour)[0]
         return raw, raw[self.has]
 
-    def _pieces(self, weights: dict | None, raw=None):
-        """Each prior pixel's piece (:meth:`_raw`), pieces under ``min_pixels`` each their own
-        (-1); None without weights."""
-        raw = self._raw(weights) if raw is None else raw
+    def _pieces(self, raw):
+        """Each prior pixel's piece from :meth:`_raw`'s pair, pieces under ``min_pixels`` each
+        their own (-1); None without weights (``raw`` None)."""
         if raw is None:
             return None
         every, piece = raw
@@ -305,7 +302,8 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
             graph.update(comp=np.arange(n), i=i[:0], j=j[:0], conflict=both[:0], spread=None)
         return np.ones(n)
     spread = 1.4826 * float(np.median(u[both]))
-    link = both & (u <= k * max(floor, spread))
+    # within the threshold: a facing edge links, an open one too where smooth_open
+    link = (u <= k * max(floor, spread)) & (both | smooth_open)
     grazing = np.ones(n, bool)
     grazing[i[both]] = False
     grazing[j[both]] = False
@@ -319,8 +317,6 @@ def judge_steps(system, has: np.ndarray, target: np.ndarray, inv_sigma: np.ndarr
     mine, other, step = mine[keep], other[keep], step[keep]
     order = np.lexsort((step, mine))
     first = order[np.flatnonzero(np.r_[True, mine[order][1:] != mine[order][:-1]])] if order.size else order
-    if smooth_open:
-        link = link | (~both & (u <= k * max(floor, spread)))
     ends_i = np.concatenate([i[link], mine[first]])
     ends_j = np.concatenate([j[link], other[first]])
     comp = connected_components(coo_matrix((np.ones(ends_i.size, np.int8), (ends_i, ends_j)), shape=(n, n)),

@@ -96,6 +96,5 @@ def check_memory(shape, method: str, path, mesh: bool = True, workers: int = 1, 
             f" or crop the map" if fit else "crop the map")
     raise FninError(
         f"a {w}x{h} map with {masked} needs about {need / 2**30:.1f} GiB of memory with --method {method}"
-        + (" and a depth prior " if prior else " ") +
-        f"but only {share / 2**30:.1f} GiB is free{per_worker}; {hint}"
+        f"{' and a depth prior' if prior else ''} but only {share / 2**30:.1f} GiB is free{per_worker}; {hint}"
         + (", or use fewer --jobs" if workers > 1 else ""), path)
