@@ -1,11 +1,11 @@
-"""Candidates 20b-20e of studies/robust-prior/README.md on rendered views: the default with a
+"""Candidates 20b-20j of studies/robust-prior/README.md on rendered views: the default with a
 monocular-like prior (``mono-depth``, ``mono-disparity``), today and each candidate in one
 run, no prior beside; median-scaled MADE as ``fnin bench`` reports it (per object on views
 with several).
 
     PYTHONPATH=$PWD python studies/robust-prior/mono.py --sets clean,real-like --out studies/robust-prior/candidate20/renders.json
 
-Runs at ab21146, whose PriorConfig fields below the later commits removed (README, candidate 20h).
+Candidates 20b-20h ran at ab21146 (README, candidate 20h); candidate 20j runs here.
 """
 
 from __future__ import annotations
@@ -25,28 +25,12 @@ from fnin_cli.config import DEFAULT
 from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads
 
-# PriorConfig fields per candidate; "today": the fuse as it was before candidate 20
+# PriorConfig fields per candidate. 20b-20h ran at ab21146 (their fields are gone; the records
+# name them); "today": the fuse as it was before candidate 20i, "20j": its code (fuse_pieces)
 CANDIDATES = {
-    "today": dict(place_before_fuse=False, piece_sigmas=None, fuse_within_pieces=False, fit_pieces=False,
-                  placement_data=False),
-    "20b": dict(place_before_fuse=True, piece_sigmas=None, fuse_within_pieces=False, fit_pieces=False,
-                placement_data=False),
-    "20c": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=False, fit_pieces=False,
-                placement_data=False),
-    "20d": dict(place_before_fuse=False, piece_sigmas=None, fuse_within_pieces=True, fit_pieces=False,
-                placement_data=False),
-    "20e": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=True, fit_pieces=False,
-                placement_data=False),
-    # 20f: 20e with the keep read from the pieces' mean residual and the fit over every piece
-    "20f": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=True, fit_pieces=True,
-                placement_data=False),
-    # 20g: 20f with the prior's word as data of a placement solve instead of the keep (20h: the
-    # same entry on 20h's code, the contact weight on unbounded pairs only)
-    "20g": dict(place_before_fuse=True, piece_sigmas=3.0, fuse_within_pieces=True, fit_pieces=True,
-                placement_data=True),
+    "today": dict(fuse_pieces=False),
+    "20j": dict(fuse_pieces=True),
 }
-CANDIDATES["20h"] = CANDIDATES["20g"]
-# 20b-20e ran with the keep on the median residual (renders_*.json, the commit before 20f)
 PRIORS = ("mono-depth", "mono-disparity")
 
 
