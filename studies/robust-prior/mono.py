@@ -1,11 +1,11 @@
-"""Candidates 20b-20j of studies/robust-prior/README.md on rendered views: the default with a
+"""Candidates 20b-20k of studies/robust-prior/README.md on rendered views: the default with a
 monocular-like prior (``mono-depth``, ``mono-disparity``), today and each candidate in one
 run, no prior beside; median-scaled MADE as ``fnin bench`` reports it (per object on views
 with several).
 
     PYTHONPATH=$PWD python studies/robust-prior/mono.py --sets clean,real-like --out studies/robust-prior/candidate20/renders.json
 
-Candidates 20b-20h ran at ab21146 (README, candidate 20h); candidate 20j runs here.
+Candidates 20b-20h ran at ab21146 (README, candidate 20h); candidate 20k runs here.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads
 
 # PriorConfig fields per candidate. 20b-20h ran at ab21146 (their fields are gone; the records
-# name them); "today": the fuse as it was before candidate 20i, "20j": its code (fuse_pieces)
+# name them); "today": the fuse as it was before candidate 20i, "20k": its code (fuse_pieces; 20j, measured before it, differs by the two changes the README names)
 CANDIDATES = {
     "today": dict(fuse_pieces=False),
-    "20j": dict(fuse_pieces=True),
+    "20k": dict(fuse_pieces=True),
 }
 PRIORS = ("mono-depth", "mono-disparity")
 
