@@ -20,12 +20,12 @@ result's frame, for the disagreement report).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from .config import DEFAULT, IntegrationConfig
-from .prior import OUTLIER_SIGMAS, PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity, fit_relative
+from .prior import PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity, fit_relative
 from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedWeights, anchored
@@ -518,7 +518,6 @@ class _Kind:
     def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
         self.prior, self.config = prior, config
         self.robust = None
-        self.heard = []     # the result's loose pieces (labels) whose place its fuse read
 
     def report(self, mask: np.ndarray) -> tuple:
         """({"rejected", "sigma_estimated"} for ``--json``, warnings, the (H, W) trust image)."""
@@ -566,69 +565,31 @@ class RelativePrior(_Kind):
     def term(self, system):
         return None
 
-    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool, groups=None) -> DepthPrior:
+    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool) -> DepthPrior:
         """The prior as depth on the result's scale (:func:`~fnin_cli.prior.fit_relative`)."""
-        return fit_relative(self.prior, depth, main, perspective, groups)[0]
+        return fit_relative(self.prior, depth, main, perspective)[0]
 
     def fuse(self, run, z: np.ndarray, pieces) -> tuple:
-        """(z, fitted prior): the prior fitted to the result z, each pixel counting
-        1/RELATIVE_BLOCK^2 of a measurement (a network's neighbouring values are not
-        independent), then minimised with the result's weights, the anchor lam towards z
-        and the fitted prior's robust term, at most ``PriorConfig.iterations`` times from z,
-        on the CPU with the rounds' AMG hierarchy where there is one.
-
-        With ``PriorConfig.fuse_pieces`` the fit reads the offsets of the result's loose
-        pieces through the prior's blur (:func:`read_offsets`), moves those it places beyond
-        its noise, holds every piece's place in the fused solve (:func:`hold_places`) and
-        solves within the pieces (:func:`within_pieces`); without, it is fitted on the
-        result's main piece and fused with the rounds' weights."""
+        """(z, fitted prior): the prior fitted to the result z on the result's main piece
+        (mutual cuts: whose shape and placement the normals fix, :meth:`fit`), each pixel counting 1/RELATIVE_BLOCK^2 of a
+        measurement (a network's neighbouring values are not independent), then minimised
+        with the result's weights (fixed), the anchor lam towards z and the fitted prior's
+        robust term, at most ``PriorConfig.iterations`` times from z, on the CPU with the
+        rounds' AMG hierarchy where there is one."""
         system, camera = run.system, run.system.camera
-        c = self.config.prior
-        weights = pieces.weights
-        by_pieces = c.fuse_pieces and weights is not None
-        if by_pieces:
-            z, fitted, moved = self._place(z, pieces, system)
-            weights = within_pieces(system, pieces, z, self.config.pieces.agree_tol, self.config.rounds.occlusion_cos,
-                                    moved)
-            if run.hierarchy is not None:
-                run.hierarchy.rebuild = True    # the rounds' aggregates run across the cuts now open
-        else:
-            zimg = system.to_image(z)
-            # the main piece under mutual cuts: a piece held only by one side's extrapolated
-            # normals is not placed by them, and would skew the fit
-            main = system.to_image((pieces.mutual[0] == 0).astype(float), fill=0.0) > 0
-            fitted = self.fit(np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
+        zimg = system.to_image(z)
+        # the main piece under mutual cuts: a piece held only by one side's extrapolated
+        # normals is not placed by them, and would skew the fit
+        main = system.to_image((pieces.mutual[0] == 0).astype(float), fill=0.0) > 0
+        fitted = self.fit(np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
         fitted = replace(fitted, share=fitted.share / RELATIVE_BLOCK ** 2, block=1)
         self.robust = RobustPrior(fitted, system, self.config)
-        if by_pieces:
-            hold_places(self.robust, z, pieces)
-        objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)
+        objective = anchored(system, FixedWeights(pieces.weights), run.lam, z, self.robust)
+        c = self.config.prior
         z = minimise(objective, z, InnerSolve(run.args.backend.linear, run.config.one_shot.solve_rtol,
                                               run.config.solver.maxiter, run.hierarchy), max_iter=c.iterations,
                      tol=c.tol).z
         return z, replace(fitted, share=fitted.share * RELATIVE_BLOCK ** 2)
-
-    def _place(self, z: np.ndarray, pieces, system) -> tuple:
-        """(z with the pieces the prior places moved, the prior fitted over the pieces of
-        that result, an offset each (:meth:`fit`), the moved pieces' labels): the moves
-        read through the prior's blur (:func:`read_offsets`), kept within the order the
-        occluding contours give (:func:`within_order`)."""
-        camera, inverse = system.camera, self.prior.kind == "disparity"
-        labels, sizes = pieces.joined
-        lab = np.where(sizes[labels] >= pieces.config.min_pixels, labels, -1)
-        groups = np.rint(system.to_image(lab.astype(float), fill=-1.0)).astype(np.int64)
-        zimg = system.to_image(z)
-        depth = np.exp(zimg) if camera.perspective else zimg
-        read = read_offsets(self.prior, 1.0 / depth if inverse else depth, groups, camera.perspective, inverse)
-        self.heard = read.heard
-        proposed = {k: float(np.log1p(read.t[k]) if camera.perspective else read.t[k]) for k in read.moved}
-        shift = np.zeros(sizes.size)
-        for k, v in within_order(system, z, pieces, proposed, self.config).items():
-            shift[k] = v
-        z = z + shift[labels]
-        zimg = system.to_image(z)
-        fitted = self.fit(np.exp(zimg) if camera.perspective else zimg, groups >= 0, camera.perspective, groups)
-        return z, fitted, [int(k) for k in np.flatnonzero(shift)]
 
     def to_depth(self, zimg: np.ndarray, camera, mask: np.ndarray, mean_depth=None, pin=None) -> tuple:
         return fix_scale(zimg, camera, mask, mean_depth, pin)
@@ -644,335 +605,15 @@ class RelativePrior(_Kind):
         return fitted, "; " + self.what
 
 
-# ------------------------------------------------------------------ a relative prior's pieces
-
-def masked_blur(values: np.ndarray, mask: np.ndarray, s: float) -> np.ndarray:
-    """``values`` blurred by a Gaussian of ``s`` px inside ``mask`` (normalised by the mask's
-    own blur, so the background does not enter), NaN outside it.
-
-    Examples
-    --------
-    >>> m = np.zeros((5, 5), bool); m[:, :3] = True
-    >>> float(np.nanmax(np.abs(masked_blur(np.where(m, 2.0, 9.0), m, 1.0) - 2.0)))
-    0.0
-    """
-    from scipy.ndimage import gaussian_filter
-
-    filled = gaussian_filter(np.where(mask, values, 0.0), s, mode="nearest")
-    weight = gaussian_filter(mask.astype(float), s, mode="nearest")
-    out = np.full(values.shape, np.nan)
-    np.divide(filled, weight, out=out, where=mask & (weight > 1e-6))
-    return out
-
-
-# the blurs a prior is tried at (px on the map reduced to at most BLUR_SIDE px on its long
-# side): a sensor's 0 to a monocular network's tens of pixels (docs/decisions.md#relative-pieces)
-BLUR_GRID = (0.0, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
-BLUR_SIDE = 512
-
-
-def blur_scale(prior_depth: np.ndarray, depth: np.ndarray, groups: np.ndarray) -> float:
-    """The prior's blur in px, measured against the normals' surface: the Gaussian (of
-    :data:`BLUR_GRID`) that, applied to ``depth`` inside its pieces (``groups`` >= 0, an int
-    image), leaves the least robust spread about the affine fit of ``prior_depth`` to it
-    with an offset per piece (:func:`~fnin_cli.prior.robust_affine`: where the normals
-    could not place a piece, its offset says nothing of the blur), on both reduced by block
-    means to at most :data:`BLUR_SIDE` px on the long side.
-
-    Examples
-    --------
-    >>> yy, xx = np.mgrid[:64, :64]
-    >>> depth = np.where(xx < 32, 0.0, 5.0) + 0.01 * yy          # a step
-    >>> one = np.zeros((64, 64), int)
-    >>> blur_scale(3 * masked_blur(depth, one >= 0, 4.0) + 1, depth, one)
-    4.0
-    >>> two = (xx >= 32).astype(int)                             # the step cut, misplaced by 9
-    >>> blur_scale(3 * depth + 1, depth + 9.0 * two, two)
-    0.0
-    """
-    from .prior import robust_lstsq
-
-    mask = groups >= 0
-    f = max(1, int(np.ceil(max(mask.shape) / BLUR_SIDE)))
-    h, w = (mask.shape[0] // f) * f, (mask.shape[1] // f) * f
-
-    def blocks(a):
-        return a[:h, :w].reshape(h // f, f, w // f, f)
-
-    ok = mask & np.isfinite(prior_depth) & np.isfinite(depth)
-    n = blocks(ok.astype(float)).sum(axis=(1, 3))
-    inside = n >= 0.5 * f * f
-    if inside.sum() < 3:
-        return 0.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = blocks(np.where(ok, prior_depth, 0.0)).sum(axis=(1, 3)) / n
-        d = blocks(np.where(ok, depth, 0.0)).sum(axis=(1, 3)) / n
-    g = blocks(np.where(ok, groups, -1)).max(axis=(1, 3))
-    pieces = [(g == k).astype(np.float64) for k in np.unique(g[inside & (g > 0)])]
-    spreads = []
-    for s in BLUR_GRID:
-        ds = _blurred(d, inside, s)
-        on = inside & np.isfinite(ds)
-        A = np.stack([ds[on], np.ones(int(on.sum()))] + [c[on] for c in pieces], 1)
-        spreads.append(robust_lstsq(A, p[on], np.ones(int(on.sum())), iterations=3)[1])
-    return BLUR_GRID[int(np.argmin(spreads))] * f
-
-
-def _blurred(d: np.ndarray, inside: np.ndarray, s: float) -> np.ndarray:
-    """:func:`masked_blur` of ``d`` by ``s`` px; from 6 px on, computed on a map 4 times
-    coarser and brought back bilinearly (a blur that wide has nothing finer to lose)."""
-    from scipy.ndimage import zoom
-
-    if s <= 0:
-        return d
-    if s < 6:
-        return masked_blur(d, inside, s)
-    h, w = (d.shape[0] // 4) * 4, (d.shape[1] // 4) * 4
-    n = inside[:h, :w].reshape(h // 4, 4, w // 4, 4).sum(axis=(1, 3))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        coarse = np.where(inside, d, 0.0)[:h, :w].reshape(h // 4, 4, w // 4, 4).sum(axis=(1, 3)) / n
-    smooth = masked_blur(coarse, n > 0, s / 4)
-    smooth = np.where(np.isfinite(smooth), smooth, np.nanmean(smooth))
-    out = np.full(d.shape, np.nan)
-    out[:h, :w] = zoom(smooth, 4, order=1, mode="nearest", grid_mode=True)[:h, :w]
-    out[~inside] = np.nan
-    return out
-
-
-@dataclass
-class Offsets:
-    """What a relative prior says of the result's pieces (:func:`read_offsets`): ``t`` per
-    piece label its offset (depth,
-    orthographic; relative scale, perspective; 0 for the main piece and pieces not read);
-    ``moved`` the labels it places beyond its noise, ``heard`` those whose place it resolves
-    to within its noise."""
-
-    t: np.ndarray
-    moved: list
-    heard: list
-
-
-def read_offsets(prior: DepthPrior, x: np.ndarray, groups: np.ndarray, perspective: bool, inverse: bool) -> Offsets:
-    """The offsets of the result's loose pieces as a relative (``inverse``: disparity)
-    prior says them, read through the prior's blur.
-
-    A prior blurred by s px (:func:`blur_scale`) is, up to its affine map, the blur of the
-    true surface; where piece k of the result is off by t_k the truth is the result moved by
-    t_k there, so the prior is p ~ c0 B(x) + sum_k c_k B(g_k) + b, with B the masked blur, x
-    the result's depth (``inverse``: 1/depth; NaN outside the mask), g_k = 1 on piece k
-    (orthographic: t_k = c_k / c0) or x on piece k (perspective, to first order in the
-    relative scale t_k = ±c_k / c0): linear, fitted robustly
-    (:func:`~fnin_cli.prior.robust_lstsq`). Every prior pixel within the blur's reach of a
-    piece tells of its offset, weighed by how much of the piece the blur mixes into it.
-    ``groups`` (int image): the pieces' labels, 0 the main one, -1 outside them. A piece is
-    placed by the prior where |t_k| (in depth at the piece) exceeds ``OUTLIER_SIGMAS`` of
-    the prior's sigma (the robust spread of the fit, in depth) and as many of its own
-    standard errors (one measurement per RELATIVE_BLOCK^2 pixels, or per the blur's
-    footprint 4 pi s^2 where wider: neighbouring values of a blurred map are not independent).
-
-    Examples
-    --------
-    A wavy surface cut in two, the right half 6 units too high in the result; the prior is
-    the truth blurred by 3 px, mapped by 2 p + 1:
-
-    >>> yy, xx = np.mgrid[:40, :40]
-    >>> truth = 0.02 * (xx - 20.0) ** 2 + 0.1 * yy + 3 * np.sin(xx / 3.0)
-    >>> groups = (xx >= 20).astype(np.int64)
-    >>> mask = np.ones((40, 40), bool)
-    >>> prior = DepthPrior(2 * masked_blur(truth, mask, 3.0) + 1, np.ones((40, 40)), 1.0, kind="relative")
-    >>> read = read_offsets(prior, truth + 6.0 * groups, groups, False, False)
-    >>> read.moved, round(float(read.t[1]), 2)
-    ([1], -6.0)
-    """
-    from .prior import _fit_points, robust_lstsq
-
-    mask = np.isfinite(x)
-    m = _fit_points(prior, x, groups >= 0, "disparity" if inverse else "relative depth")
-    blur = blur_scale(prior.depth, x, groups)
-    labels = np.unique(groups[m & (groups > 0)])
-    cols = [_blurred(x, mask, blur)[m]]
-    for k in labels:
-        on = groups == k
-        cols.append(_blurred(np.where(on, x if perspective else 1.0, 0.0), mask, blur)[m])
-    A = np.stack(cols + [np.ones(int(m.sum()))], 1)
-    coef, spread, weight = robust_lstsq(A, prior.depth[m].astype(np.float64), np.sqrt(prior.share[m]))
-    c0, b = float(coef[0]), float(coef[-1])
-    t = np.zeros(int(groups.max()) + 1 if groups.max() >= 0 else 1)
-    if abs(c0) <= 1e-12 * max(float(np.abs(coef).max()), 1e-300):
-        return Offsets(t, [], [])
-    sign = -1.0 if inverse else 1.0             # 1/(d (1 + t)) ~ (1/d)(1 - t)
-    t[labels] = sign * coef[1:-1] / c0
-    try:
-        footprint = max(RELATIVE_BLOCK ** 2, 4.0 * np.pi * blur ** 2)     # pixels per measurement
-        cov = np.linalg.inv((A * weight[:, None]).T @ A) * spread ** 2 * footprint
-        se = np.sqrt(np.maximum(np.diag(cov)[1:-1], 0.0)) / abs(c0)
-    except np.linalg.LinAlgError:
-        se = np.full(labels.size, np.inf)
-    fitted = _as_depth(prior, c0, b, x, inverse)
-    depth = 1.0 / x if inverse else x
-    moved_by = t[np.maximum(groups, 0)]
-    placed = depth * (1.0 + moved_by) if perspective else depth + moved_by
-    r = (fitted.depth - placed)[m & np.isfinite(fitted.depth)]
-    sigma = max(1.4826 * float(np.median(np.abs(r))) if r.size else 0.0, 1e-9 * float(np.nanmedian(np.abs(depth[m]))))
-    moved, heard = [], []
-    for k, e in zip(labels, se):
-        at = float(np.median(depth[groups == k])) if perspective else 1.0
-        if (abs(t[k]) * at > OUTLIER_SIGMAS * sigma and abs(t[k]) > OUTLIER_SIGMAS * e
-                and (1.0 + t[k] > 0 or not perspective)):
-            moved.append(int(k))
-        else:
-            t[k] = 0.0
-        if e * at <= sigma or int(k) in moved:
-            heard.append(int(k))
-    return Offsets(t, moved, heard)
-
-
-def _as_depth(prior: DepthPrior, c0: float, b: float, x: np.ndarray, inverse: bool) -> DepthPrior:
-    """The prior's values p mapped to depth by the fit p ~ c0 x + b (x depth, or 1/depth)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mapped = (prior.depth.astype(np.float64) - b) / c0
-        fitted = 1.0 / mapped if inverse else mapped
-    positive = inverse or bool(np.nanmin(x) > 0)
-    fitted[~(np.isfinite(fitted) & ((fitted > 0) | (not positive)))] = np.nan
-    return replace(prior, depth=fitted, kind="relative", sigma_given=True)
-
-
-def within_order(system, z: np.ndarray, pieces, proposed: dict, config: IntegrationConfig = DEFAULT) -> dict:
-    """{piece: shift}: the shifts ``proposed`` {piece: shift of the unknown} changed least (in
-    L1) so that every occluding contour between the pieces keeps its order: the bounds the
-    placement reads at z (:func:`~fnin_cli.solvers.placement.piece_links`: where most of a
-    boundary is an occluding contour, the grazing side stays in front), the pieces not
-    proposed held. A small linear programme (HiGHS); shifts that come to 0 are left out, and
-    where z itself breaks a bound nothing moves.
-
-    Examples
-    --------
-    No piece shares a boundary with another: the proposal stands.
-
-    >>> from fnin_cli.camera import Camera
-    >>> from fnin_cli.solvers.pieces import Pieces
-    >>> from fnin_cli.solvers.system import NormalSystem
-    >>> flat = np.dstack([np.zeros((4, 4, 2)), -np.ones((4, 4, 1))])
-    >>> mask = np.ones((4, 4), bool); mask[:, 2] = False
-    >>> s = NormalSystem(flat, mask, Camera(None, 1.0))
-    >>> w = {d: np.ones(s.n) for d in ("u+", "u-", "v+", "v-")}
-    >>> within_order(s, np.zeros(s.n), Pieces(s, w, replace(DEFAULT.pieces, min_pixels=4)), {1: 0.5})
-    {1: 0.5}
-    """
-    from scipy.optimize import linprog
-
-    from .solvers.placement import piece_links
-
-    if not proposed:
-        return {}
-    labels, sizes = pieces.joined
-    nodes = int(np.searchsorted(-np.asarray(sizes), -pieces.config.min_pixels, side="right"))
-    r = config.rounds
-    links = piece_links(system, z, labels, nodes, view_cosine(system), pieces.config.agree_tol, r.occlusion_cos,
-                        r.touch_tol)
-    keys = sorted(proposed)
-    at = {k: i for i, k in enumerate(keys)}
-    n = len(keys)
-    rows, rhs = [], []
-    for a, b, low, high in zip(links.a, links.b, links.low, links.high):
-        if int(a) not in at and int(b) not in at:
-            continue
-        row = np.zeros(3 * n)             # u_b - u_a (a side not moving: 0)
-        if int(b) in at:
-            row[at[int(b)]] += 1.0
-        if int(a) in at:
-            row[at[int(a)]] -= 1.0
-        if np.isfinite(high):
-            rows.append(row)
-            rhs.append(high)
-        if np.isfinite(low):
-            rows.append(-row)
-            rhs.append(-low)
-    if not rows:
-        return dict(proposed)
-    if any(v < -1e-9 for v in rhs):        # z itself breaks an order: the prior moves nothing
-        return {}
-    # variables u (free), e+ and e- (>= 0) with u - e+ + e- = proposed; minimise sum e
-    eq = np.hstack([np.eye(n), -np.eye(n), np.eye(n)])
-    cost = np.concatenate([np.zeros(n), np.ones(2 * n)])
-    res = linprog(cost, A_ub=np.array(rows), b_ub=np.array(rhs), A_eq=eq, b_eq=[proposed[k] for k in keys],
-                  bounds=[(None, None)] * n + [(0, None)] * (2 * n), method="highs")
-    if res.status != 0:
-        return {}
-    return {k: float(res.x[at[k]]) for k in keys if abs(res.x[at[k]]) > 1e-9}
-
-
-def hold_places(term: RobustPrior, z: np.ndarray, pieces) -> None:
-    """Move ``term``'s target on each loose piece of the result (``pieces.joined``, at least
-    ``min_pixels``) by its mean residual there less the main piece's: the fused solve then
-    shapes the pieces and leaves where they are (the placement's, or the prior's read
-    through its blur: :func:`read_offsets`) as it is.
-
-    Examples
-    --------
-    Two pieces of a flat 4x4 map cut apart between columns 1 and 2; the prior puts the right
-    one 0.05 higher than the result does:
-
-    >>> from fnin_cli.camera import Camera
-    >>> from fnin_cli.solvers.pieces import Pieces
-    >>> from fnin_cli.solvers.system import NormalSystem
-    >>> flat = np.dstack([np.zeros((4, 4, 2)), -np.ones((4, 4, 1))])
-    >>> s = NormalSystem(flat, np.ones((4, 4), bool), Camera(None, 1.0))
-    >>> w = {d: np.ones(16) for d in ("u+", "u-", "v+", "v-")}
-    >>> w["u+"][s.index[:, 1]] = 0.0; w["u-"][s.index[:, 2]] = 0.0
-    >>> depth = np.zeros((4, 4)); depth[:, 2:] = 0.05
-    >>> term = RobustPrior(DepthPrior(depth, np.ones((4, 4)), 0.1), s)
-    >>> hold_places(term, np.zeros(16), Pieces(s, w, replace(DEFAULT.pieces, min_pixels=4)))
-    >>> float(np.abs(term.target).max())
-    0.0
-    """
-    labels, sizes = pieces.joined
-    has = term.has
-    r, lab = term.target[has] - z[has], labels[has]
-    on_main = lab == 0
-    if not on_main.any():
-        return
-    main = float(np.mean(r[on_main]))
-    target = term.target.copy()
-    for k in np.flatnonzero(sizes >= pieces.config.min_pixels):
-        on = lab == k
-        if k != 0 and on.any():
-            target[has[on]] -= float(np.mean(r[on])) - main
-    term.target = target
-
-
-def within_pieces(system, pieces, z: np.ndarray, tol: float, occlusion_cos: float, moved=()) -> dict:
-    """``pieces.weights`` with every edge between two of the result's pieces
-    (``pieces.joined``) at weight 1 where it agrees with both its normals at ``z`` (both
-    one-sided residuals |a dz + n| within ``tol``, neither pixel within ``occlusion_cos`` of
-    grazing) and neither piece is one the prior moves (``moved``), and 0 elsewhere: what
-    placed a piece is not pulled back by the weak one-sided weights its cut left, and where
-    two pieces touch the prior does not open them unless it places one beyond its noise."""
-    labels = pieces.joined[0]
-    free = np.isin(labels, np.asarray(moved, dtype=labels.dtype))
-    weights = {k: v.copy() for k, v in pieces.weights.items()}
-    grazing = view_cosine(system) < occlusion_cos     # a grazing normal agrees with almost any step
-    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
-        a, n = (system.a_u, system.nx) if axis == "u" else (system.a_v, system.ny)
-        dz = z[q] - z[p]
-        agree = ((np.abs(a[p] * dz + n[p]) <= tol) & (np.abs(a[q] * dz + n[q]) <= tol) & ~grazing[p] & ~grazing[q]
-                 & ~free[p] & ~free[q])
-        across = labels[p] != labels[q]
-        weights[axis + "+"][p[across]] = agree[across].astype(float)
-        weights[axis + "-"][q[across]] = agree[across].astype(float)
-    return weights
-
-
 class DisparityPrior(RelativePrior):
-
     """Inverse depth known up to an affine map (a / z + b, as monocular networks give it):
     fitted as depth 1 / (a D + b) (:func:`~fnin_cli.prior.fit_disparity`), then as a relative
     prior."""
 
     what = "disparity prior fitted (affine in inverse depth) and fused"
 
-    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool, groups=None) -> DepthPrior:
-        return fit_disparity(self.prior, depth, main, groups)[0]
+    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool) -> DepthPrior:
+        return fit_disparity(self.prior, depth, main)[0]
 
 
 KINDS = {"absolute": AbsolutePrior, "relative": RelativePrior, "disparity": DisparityPrior}

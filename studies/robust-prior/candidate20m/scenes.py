@@ -1,6 +1,6 @@
 """Candidates 20i-20m: the scene check (studies/robust-prior/README.md): the vase in front of its
 wall (orthographic and perspective) and the stripes meeting their floor, each with a
-``mono-depth`` prior (seed 0), today's fuse and 20i's in one run.
+``mono-depth`` prior (seed 0), today's fuse and the candidate's in one run. Runs at b890965 (PriorConfig.fuse_pieces).
 
     PYTHONPATH=$PWD python studies/robust-prior/candidate20m/scenes.py --out studies/robust-prior/candidate20m/scenes.json
 """
