@@ -77,12 +77,14 @@ class Placement:
     """What the normals leave free, placed. Before the rounds (``after`` False): the pieces
     Stage II's weights cut all round, by one solve over the piece graph
     (:func:`~fnin_cli.solvers.placement.place_pieces`). After them, at the three scales the
-    rounds leave free, in order: slivers of a few pixels held to their neighbours
-    (:func:`~fnin_cli.solvers.pieces.reattach_slivers`, ``RoundsConfig.reattach_pixels``), the
-    loose pieces (those held only by one-sided edges included) by the same solve (it says how it
-    placed those it moved), and single rim pixels that only grazing normals tie, held where their
-    neighbours put them (:func:`~fnin_cli.solvers.grazing.hold_grazing`,
-    ``RoundsConfig.hold_grazing``), so that the pieces' solve reads the rounds' own z.
+    rounds leave free, in order: the loose pieces (those held only by one-sided edges
+    included) by the same solve, reading the rounds' own z (it says how it placed those it
+    moved); single rim pixels that only grazing normals tie, held where their neighbours put
+    them (:func:`~fnin_cli.solvers.grazing.hold_grazing`, ``RoundsConfig.hold_grazing``); and
+    last slivers of a few pixels, held where their neighbours now are
+    (:func:`~fnin_cli.solvers.pieces.reattach_slivers`, ``RoundsConfig.reattach_pixels``):
+    placed first, a sliver was left behind when the pieces or the rim it had been placed
+    against moved.
 
     The pieces' solve runs after fnin (its edge map) without a depth prior
     (``RoundsConfig.contact_edges`` not None); the slivers and the rim after fnin with the
@@ -113,12 +115,12 @@ class Placement:
     def __call__(self, z, pieces: Pieces, ctx: Context, skip=()) -> tuple:
         r, c = ctx.config.rounds, pieces.config
         done = Done()
-        if self.after and self.holds_slivers(ctx):
-            z, _ = reattach_slivers(ctx.system, z, pieces, max_pixels=r.reattach_pixels)
         if self.places_pieces(ctx):
             z, done = self._pieces(z, pieces, ctx)
         if self.after and self.holds_rim(ctx):
             z, _ = hold_grazing(ctx.system, z, pieces.weights, r.hold_grazing, c.cut_weight, c.trust_floor)
+        if self.after and self.holds_slivers(ctx):
+            z, _ = reattach_slivers(ctx.system, z, pieces, max_pixels=r.reattach_pixels)
         return z, done
 
     def _pieces(self, z, pieces: Pieces, ctx: Context) -> tuple:
