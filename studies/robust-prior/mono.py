@@ -1,11 +1,11 @@
-"""Candidates 20b-20m of studies/robust-prior/README.md on rendered views: the default with a
+"""Candidates 20b-20n of studies/robust-prior/README.md on rendered views: the default with a
 monocular-like prior (``mono-depth``, ``mono-disparity``), today and each candidate in one
 run, no prior beside; median-scaled MADE as ``fnin bench`` reports it (per object on views
 with several).
 
     PYTHONPATH=$PWD python studies/robust-prior/mono.py --sets clean,real-like --out studies/robust-prior/candidate20/renders.json
 
-Candidates 20b-20h ran at ab21146 (README, candidate 20h), 20i-20m at b890965 (whose PriorConfig.fuse_pieces the next commit removed): run it there.
+Candidates 20b-20h ran at ab21146 (README, candidate 20h), 20i-20m at b890965; 20n runs here.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads
 
 # PriorConfig fields per candidate. 20b-20h ran at ab21146 (their fields are gone; the records
-# name them); "today": the fuse as it was before candidate 20i, "20m": its code (fuse_pieces; 20j-20l, measured before it, differ by the changes the README names)
+# name them); "today": the fuse as it was before candidate 20i, "20n": its code (fuse_pieces)
 CANDIDATES = {
     "today": dict(fuse_pieces=False),
-    "20m": dict(fuse_pieces=True),
+    "20n": dict(fuse_pieces=True),
 }
 PRIORS = ("mono-depth", "mono-disparity")
 

@@ -1,8 +1,8 @@
-"""Candidates 20i-20m: the scene check (studies/robust-prior/README.md): the vase in front of its
+"""Candidates 20i-20n: the scene check (studies/robust-prior/README.md): the vase in front of its
 wall (orthographic and perspective) and the stripes meeting their floor, each with a
-``mono-depth`` prior (seed 0), today's fuse and the candidate's in one run. Runs at b890965 (PriorConfig.fuse_pieces).
+``mono-depth`` prior (seed 0), today's fuse and the candidate's in one run. 20i-20m ran at b890965.
 
-    PYTHONPATH=$PWD python studies/robust-prior/candidate20m/scenes.py --out studies/robust-prior/candidate20m/scenes.json
+    PYTHONPATH=$PWD python studies/robust-prior/candidate20n/scenes.py --out studies/robust-prior/candidate20n/scenes.json
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from fnin_cli.data import placement_scenes as ps
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
 
-CANDIDATES = {"today": dict(fuse_pieces=False), "20m": dict(fuse_pieces=True)}
+CANDIDATES = {"today": dict(fuse_pieces=False), "20n": dict(fuse_pieces=True)}
 
 
 def main(argv=None) -> int:
