@@ -203,12 +203,6 @@ class PriorConfig:
     # the judge links an open edge (a grazing pixel on it) where the prior's own step is within
     # its threshold: grazing lines do not split a right surface (docs/decisions.md#robust-prior)
     judge_open: bool = True
-    # a prior fused after the rounds (relative, disparity) lets the default's placements run
-    # first, is fitted over every piece (an offset each), moves a piece only beyond this many
-    # of its sigmas where it resolves the piece, and its fuse keeps the pieces' cuts
-    # (docs/decisions.md#relative-pieces)
-    fuse_pieces: bool = True
-    piece_sigmas: float = 3.0
 
 
 @dataclass(frozen=True)

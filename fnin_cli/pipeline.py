@@ -29,7 +29,7 @@ from .priors import prior_kind
 from .scale import check_scale, depth_pins, fix_scale
 from .solvers.backend import choose_backend
 from .solvers.linear import AMGCache
-from .solvers.pieces import BY_PRIOR, Pieces, loose_pieces, unplaced_note
+from .solvers.pieces import Pieces, loose_pieces, unplaced_note
 from .solvers.registry import DEFAULT_METHOD, METHODS, Method, MethodOutput, RunArgs, method_named  # noqa: F401
 from .solvers.rounds import RoundsResult, run_rounds
 from .solvers.steps import AFTER_ROUNDS, BEFORE_ROUNDS, Context, Pins, run_steps
@@ -87,7 +87,7 @@ class Result:
                     members = piece.pop("labels")
                     ids[members] = piece["id"]
                     by_prior = prior_pixels is not None and prior_pixels[members].any()
-                    piece["placed"] = placed_by.get(piece["id"], BY_PRIOR if by_prior else piece["placed"])
+                    piece["placed"] = placed_by.get(piece["id"], "depth prior" if by_prior else piece["placed"])
                 loose[self.mask] = ids
             self._pieces_cache = (found, loose)
         return self._pieces_cache
@@ -314,7 +314,6 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
     kind, fitted = run.prior, None
     if kind is not None:
         z, fitted = kind.fuse(run, z, pieces)
-        placed_by.update({k: BY_PRIOR for k in kind.heard})
     z, pinned = run_steps((Pins(),), z, pieces, ctx)
     placed_by.update(pinned.placed)
     zimg = system.to_image(z)

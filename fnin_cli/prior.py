@@ -45,9 +45,6 @@ MIN_SIGMA_FRACTION = 1e-4
 # a relative prior (a network's smooth depth) counts as one measurement per block of this
 # side: its neighbouring values are not independent (docs/decisions.md#depth-prior)
 RELATIVE_BLOCK = 8
-# a relative prior fitted over pieces in log depth takes this many Gauss-Newton steps, each
-# reweighted (from the fit without pieces a few reach the fixed point; docs/decisions.md#relative-pieces)
-GROUP_FIT_STEPS = 8
 # the slope test reads at most about this many pixels (every k-th row of a larger map)
 SLOPE_PIXELS = 250_000
 # a prior value beyond this many sigmas from the result counts as a disagreement
@@ -307,69 +304,18 @@ def robust_affine(p: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int =
     >>> round(a, 3), round(b, 3)
     (2.0, 1.0)
     """
-    (a, b), spread, _ = robust_lstsq(np.stack([p, np.ones(p.size)], 1), d, w, iterations)
-    return float(a), float(b), spread
-
-
-def _grouped_affine(p: np.ndarray, d: np.ndarray, w: np.ndarray, groups, inverse: bool = False,
-                    logs: bool = False) -> tuple:
-    """(a, b, spread): the map d ~ a p + b (``inverse``: 1/d ~ a p + b) fitted robustly
-    (:func:`robust_affine`), each group other than 0 (``groups``, ints per point; None: none)
-    with an offset of its own: in d (orthographic), or with ``logs`` in log d (perspective:
-    the unknown is log depth, so a piece the normals could not place is off by a factor),
-    log d = ±log(a p + b) + t_g, by Gauss-Newton steps from the fit without groups, each
-    reweighted as :func:`robust_affine`; ``spread`` then times the median depth.
-
-    Examples
-    --------
-    The second group's depths 30% too far; the map is d = 0.7 p + 0.3:
-
-    >>> d = np.linspace(1.0, 2.0, 40); g = (np.arange(40) % 2).astype(int)
-    >>> a, b, _ = _grouped_affine((d - 0.3) / 0.7, d * np.where(g == 1, 1.3, 1.0), np.ones(40), g, logs=True)
-    >>> round(a, 6), round(b, 6)
-    (0.7, 0.3)
-    """
-    x = 1.0 / d if inverse else d
-    if groups is None:
-        return robust_affine(p, x, w)
-    hot = np.stack([(groups == k).astype(np.float64) for k in np.unique(groups[groups > 0])] or
-                   [np.zeros(d.size)], 1)
-    if not logs:
-        (a, b, *_), spread, _ = robust_lstsq(np.concatenate([np.stack([p, np.ones(p.size)], 1), hot], 1), x, w)
-        return float(a), float(b), spread
-    sign = -1.0 if inverse else 1.0
-    a, b, _ = robust_affine(p, x, w)
-    t, logd, weight, spread = np.zeros(hot.shape[1]), np.log(d), w.astype(np.float64), 0.0
-    for _ in range(GROUP_FIT_STEPS):
-        m = a * p + b
-        ok = np.isfinite(m) & (m > 0)
-        safe = np.where(ok, m, 1.0)
-        r = np.where(ok, logd - sign * np.log(safe) - hot @ t, 0.0)
-        spread = 1.4826 * float(np.median(np.abs(r[ok]))) if ok.any() else 0.0
-        if spread > 0:
-            weight = np.where(ok, w / (1.0 + (r / (2.385 * spread)) ** 2), 0.0)
-        J = np.concatenate([np.stack([sign * p / safe, sign / safe], 1), hot], 1)
-        sw = np.sqrt(weight)
-        step, *_ = np.linalg.lstsq(J * sw[:, None], r * sw, rcond=None)
-        a, b, t = a + step[0], b + step[1], t + step[2:]
-    return float(a), float(b), spread * float(np.median(d))
-
-
-def robust_lstsq(A: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int = 10) -> tuple:
-    """(x, spread, weight): d ~ A x by iteratively reweighted least squares as in
-    :func:`robust_affine` (Cauchy's weight at 2.385 robust spreads, times ``w``), and the
-    last weights used."""
     weight = w.astype(np.float64)
-    x = np.zeros(A.shape[1])
+    a, b = 1.0, 0.0
     for _ in range(iterations):
         sw = np.sqrt(weight)
-        x, *_ = np.linalg.lstsq(A * sw[:, None], d * sw, rcond=None)
-        r = d - A @ x
+        (a, b), *_ = np.linalg.lstsq(np.stack([p, np.ones(p.size)], 1) * sw[:, None], d * sw, rcond=None)
+        r = d - (a * p + b)
         spread = 1.4826 * float(np.median(np.abs(r)))
         if spread <= 0:
             break
         weight = w / (1.0 + (r / (2.385 * spread)) ** 2)
-    return x, 1.4826 * float(np.median(np.abs(d - A @ x))), weight
+    r = d - (a * p + b)
+    return float(a), float(b), 1.4826 * float(np.median(np.abs(r)))
 
 
 def _fit_points(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, what: str) -> np.ndarray:
@@ -380,41 +326,34 @@ def _fit_points(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, what: st
     return m
 
 
-def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, positive: bool = True,
-                 groups=None) -> tuple:
+def fit_relative(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, positive: bool = True) -> tuple:
     """(the prior mapped onto ``depth``, the map): a relative prior's depths p taken to
     a p + b, the affine map of depth that fits them to an integrated ``depth`` (relative
     depth, NaN outside ``mask``) robustly (:func:`robust_affine`); its sigma becomes the
     fit's robust spread. ``positive``: mapped depths <= 0 count as missing (perspective
-    depth; orthographic depth has any offset). ``groups`` (an int image): each group other
-    than 0 has an offset of its own in the fit, in log depth where ``positive``
-    (:func:`_grouped_affine`: pieces whose places the map need not explain; their shapes
-    still say its slope). Raises :class:`FninError` where the prior
+    depth; orthographic depth has any offset). Raises :class:`FninError` where the prior
     and the depth share fewer than 3 pixels."""
     m = _fit_points(prior, depth, mask, "relative depth")
-    a, b, spread = _grouped_affine(prior.depth[m].astype(np.float64), depth[m], np.sqrt(prior.share[m]),
-                                   None if groups is None else groups[m], logs=positive)
+    a, b, spread = robust_affine(prior.depth[m].astype(np.float64), depth[m], np.sqrt(prior.share[m]))
     fitted = a * prior.depth.astype(np.float64) + b
     fitted[~(np.isfinite(fitted) & ((fitted > 0) | (not positive)))] = np.nan
     sigma = max(spread, 1e-9 * float(np.nanmedian(np.abs(depth[m]))))
     return replace(prior, depth=fitted, sigma=sigma, sigma_given=True), (a, b)
 
 
-def fit_disparity(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, groups=None) -> tuple:
+def fit_disparity(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray) -> tuple:
     """(the prior as depth on ``depth``'s scale, the map): a disparity prior's values D
     (inverse depth up to an affine map, as monocular networks give it) taken to the depth
     1 / (a D + b), the affine map of D fitted robustly (:func:`robust_affine`) to the
     inverse of an integrated perspective ``depth`` (relative, NaN outside ``mask``); where
     a D + b <= 0 it has none. Its sigma is the robust spread of the mapped depth about
-    ``depth`` (``groups``: as in :func:`fit_relative`, the spread on group 0)."""
+    ``depth``."""
     m = _fit_points(prior, depth, mask, "disparity")
-    a, b, _ = _grouped_affine(prior.depth[m].astype(np.float64), depth[m], np.sqrt(prior.share[m]),
-                              None if groups is None else groups[m], inverse=True, logs=True)
+    a, b, _ = robust_affine(prior.depth[m].astype(np.float64), 1.0 / depth[m], np.sqrt(prior.share[m]))
     q = a * prior.depth.astype(np.float64) + b
     fitted = np.full(q.shape, np.nan)
     np.divide(1.0, q, out=fitted, where=np.isfinite(q) & (q > 0))
-    on = m if groups is None else m & (groups == 0)
-    r = fitted[on] - depth[on]
+    r = fitted[m] - depth[m]
     spread = 1.4826 * float(np.nanmedian(np.abs(r))) if np.isfinite(r).any() else 0.0
     sigma = max(spread, 1e-9 * float(np.nanmedian(np.abs(depth[m]))))
     return replace(prior, depth=fitted, kind="relative", sigma=sigma, sigma_given=True), (a, b)

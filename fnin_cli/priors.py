@@ -518,7 +518,6 @@ class _Kind:
     def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
         self.prior, self.config = prior, config
         self.robust = None
-        self.heard = []     # the result's loose pieces (labels) the fuse read the prior on
 
     def report(self, mask: np.ndarray) -> tuple:
         """({"rejected", "sigma_estimated"} for ``--json``, warnings, the (H, W) trust image)."""
@@ -566,50 +565,27 @@ class RelativePrior(_Kind):
     def term(self, system):
         return None
 
-    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool, groups=None) -> DepthPrior:
+    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool) -> DepthPrior:
         """The prior as depth on the result's scale (:func:`~fnin_cli.prior.fit_relative`)."""
-        return fit_relative(self.prior, depth, main, perspective, groups)[0]
+        return fit_relative(self.prior, depth, main, perspective)[0]
 
     def fuse(self, run, z: np.ndarray, pieces) -> tuple:
-        """(z, fitted prior): the prior fitted to the result z, each pixel counting
-        1/RELATIVE_BLOCK^2 of a measurement (a network's neighbouring values are not
-        independent), then minimised with the result's weights, the anchor lam towards z
-        and the fitted prior's robust term, at most ``PriorConfig.iterations`` times from z,
-        on the CPU with the rounds' AMG hierarchy where there is one.
-
-        With ``PriorConfig.fuse_pieces`` (the placements ran before it) the map is fitted over
-        every loose piece of the result, each with an offset of its own; a piece whose place
-        the prior does not contradict beyond its noise keeps the normals' place
-        (:func:`keep_placements`), and the solve runs within the pieces
-        (:func:`within_pieces`). Without, it is fitted on the result's main piece and fused
-        with the rounds' weights."""
+        """(z, fitted prior): the prior fitted to the result z on the result's main piece
+        (mutual cuts: whose shape and placement the normals fix, :meth:`fit`), each pixel counting 1/RELATIVE_BLOCK^2 of a
+        measurement (a network's neighbouring values are not independent), then minimised
+        with the result's weights (fixed), the anchor lam towards z and the fitted prior's
+        robust term, at most ``PriorConfig.iterations`` times from z, on the CPU with the
+        rounds' AMG hierarchy where there is one."""
         system, camera = run.system, run.system.camera
-        c = self.config.prior
-        weights = pieces.weights
         zimg = system.to_image(z)
-        depth = np.exp(zimg) if camera.perspective else zimg
-        by_pieces = c.fuse_pieces and weights is not None
-        if by_pieces:
-            labels, sizes = pieces.joined
-            lab = np.where(sizes[labels] >= pieces.config.min_pixels, labels, -1)
-            groups = np.rint(system.to_image(lab.astype(float), fill=-1.0)).astype(np.int64)
-            fitted = self.fit(depth, groups >= 0, camera.perspective, groups)
-        else:
-            # the main piece under mutual cuts: a piece held only by one side's extrapolated
-            # normals is not placed by them, and would skew the fit
-            main = system.to_image((pieces.mutual[0] == 0).astype(float), fill=0.0) > 0
-            fitted = self.fit(depth, main, camera.perspective)
+        # the main piece under mutual cuts: a piece held only by one side's extrapolated
+        # normals is not placed by them, and would skew the fit
+        main = system.to_image((pieces.mutual[0] == 0).astype(float), fill=0.0) > 0
+        fitted = self.fit(np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
         fitted = replace(fitted, share=fitted.share / RELATIVE_BLOCK ** 2, block=1)
         self.robust = RobustPrior(fitted, system, self.config)
-        if by_pieces:
-            blur = blur_scale(fitted.depth, depth, groups)
-            footprint = max(RELATIVE_BLOCK ** 2, 4.0 * np.pi * blur ** 2)
-            moved, self.heard = keep_placements(self.robust, z, pieces, c.piece_sigmas, footprint)
-            weights = within_pieces(system, pieces, z, self.config.pieces.agree_tol, self.config.rounds.occlusion_cos,
-                                    moved)
-            if run.hierarchy is not None:
-                run.hierarchy.rebuild = True    # the rounds' aggregates run across the cuts now open
-        objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)
+        objective = anchored(system, FixedWeights(pieces.weights), run.lam, z, self.robust)
+        c = self.config.prior
         z = minimise(objective, z, InnerSolve(run.args.backend.linear, run.config.one_shot.solve_rtol,
                                               run.config.solver.maxiter, run.hierarchy), max_iter=c.iterations,
                      tol=c.tol).z
@@ -629,189 +605,15 @@ class RelativePrior(_Kind):
         return fitted, "; " + self.what
 
 
-# ------------------------------------------------------------------ a relative prior's pieces
-
-def masked_blur(values: np.ndarray, mask: np.ndarray, s: float) -> np.ndarray:
-    """``values`` blurred by a Gaussian of ``s`` px inside ``mask`` (normalised by the mask's
-    own blur, so the background does not enter), NaN outside it.
-
-    Examples
-    --------
-    >>> m = np.zeros((5, 5), bool); m[:, :3] = True
-    >>> float(np.nanmax(np.abs(masked_blur(np.where(m, 2.0, 9.0), m, 1.0) - 2.0)))
-    0.0
-    """
-    from scipy.ndimage import gaussian_filter
-
-    filled = gaussian_filter(np.where(mask, values, 0.0), s, mode="nearest")
-    weight = gaussian_filter(mask.astype(float), s, mode="nearest")
-    out = np.full(values.shape, np.nan)
-    np.divide(filled, weight, out=out, where=mask & (weight > 1e-6))
-    return out
-
-
-# the blurs a prior is tried at (px on the map reduced to at most BLUR_SIDE px on its long
-# side): a sensor's 0 to a monocular network's tens of pixels (docs/decisions.md#relative-pieces)
-BLUR_GRID = (0.0, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
-BLUR_SIDE = 512
-
-
-def blur_scale(prior_depth: np.ndarray, depth: np.ndarray, groups: np.ndarray) -> float:
-    """The prior's blur in px, measured against the normals' surface: the Gaussian (of
-    :data:`BLUR_GRID`) that, applied to ``depth`` inside its pieces (``groups`` >= 0, an int
-    image), leaves the least robust spread about the affine fit of ``prior_depth`` to it
-    with an offset per piece (:func:`~fnin_cli.prior.robust_affine`: where the normals
-    could not place a piece, its offset says nothing of the blur), on both reduced by block
-    means to at most :data:`BLUR_SIDE` px on the long side.
-
-    Examples
-    --------
-    >>> yy, xx = np.mgrid[:64, :64]
-    >>> depth = np.where(xx < 32, 0.0, 5.0) + 0.01 * yy          # a step
-    >>> one = np.zeros((64, 64), int)
-    >>> blur_scale(3 * masked_blur(depth, one >= 0, 4.0) + 1, depth, one)
-    4.0
-    >>> two = (xx >= 32).astype(int)                             # the step cut, misplaced by 9
-    >>> blur_scale(3 * depth + 1, depth + 9.0 * two, two)
-    0.0
-    """
-    from .prior import robust_lstsq
-
-    mask = groups >= 0
-    f = max(1, int(np.ceil(max(mask.shape) / BLUR_SIDE)))
-    h, w = (mask.shape[0] // f) * f, (mask.shape[1] // f) * f
-
-    def blocks(a):
-        return a[:h, :w].reshape(h // f, f, w // f, f)
-
-    ok = mask & np.isfinite(prior_depth) & np.isfinite(depth)
-    n = blocks(ok.astype(float)).sum(axis=(1, 3))
-    inside = n >= 0.5 * f * f
-    if inside.sum() < 3:
-        return 0.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = blocks(np.where(ok, prior_depth, 0.0)).sum(axis=(1, 3)) / n
-        d = blocks(np.where(ok, depth, 0.0)).sum(axis=(1, 3)) / n
-    g = blocks(np.where(ok, groups, -1)).max(axis=(1, 3))
-    pieces = [(g == k).astype(np.float64) for k in np.unique(g[inside & (g > 0)])]
-    spreads = []
-    for s in BLUR_GRID:
-        ds = _blurred(d, inside, s)
-        on = inside & np.isfinite(ds)
-        A = np.stack([ds[on], np.ones(int(on.sum()))] + [c[on] for c in pieces], 1)
-        spreads.append(robust_lstsq(A, p[on], np.ones(int(on.sum())), iterations=3)[1])
-    return BLUR_GRID[int(np.argmin(spreads))] * f
-
-
-def _blurred(d: np.ndarray, inside: np.ndarray, s: float) -> np.ndarray:
-    """:func:`masked_blur` of ``d`` by ``s`` px; from 6 px on, computed on a map 4 times
-    coarser and brought back bilinearly (a blur that wide has nothing finer to lose)."""
-    from scipy.ndimage import zoom
-
-    if s <= 0:
-        return d
-    if s < 6:
-        return masked_blur(d, inside, s)
-    h, w = (d.shape[0] // 4) * 4, (d.shape[1] // 4) * 4
-    n = inside[:h, :w].reshape(h // 4, 4, w // 4, 4).sum(axis=(1, 3))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        coarse = np.where(inside, d, 0.0)[:h, :w].reshape(h // 4, 4, w // 4, 4).sum(axis=(1, 3)) / n
-    smooth = masked_blur(coarse, n > 0, s / 4)
-    smooth = np.where(np.isfinite(smooth), smooth, np.nanmean(smooth))
-    out = np.full(d.shape, np.nan)
-    out[:h, :w] = zoom(smooth, 4, order=1, mode="nearest", grid_mode=True)[:h, :w]
-    out[~inside] = np.nan
-    return out
-
-
-def keep_placements(term: RobustPrior, z: np.ndarray, pieces, sigmas: float, footprint: float) -> tuple:
-    """Shift ``term``'s target on each loose piece of the result (``pieces.joined``, at least
-    ``min_pixels``) that the prior does not place beyond its noise, so that the prior shapes
-    the piece without moving it; (the labels of the pieces it moves, those of every loose
-    piece it has values on).
-
-    The prior's word on a piece is its mean residual there less the main piece's, in its
-    sigmas. It moves the piece where that exceeds ``sigmas`` and as many of the mean's own
-    standard errors, one measurement counting per ``footprint`` pixels (a blurred map's
-    neighbouring values are not independent: a piece smaller than the blur has few);
-    otherwise it says no more about the piece's place than the normals' placement does.
-
-    Examples
-    --------
-    Two pieces of a flat 4x4 map cut apart between columns 1 and 2; the prior puts the right
-    one 0.5 sigma higher than the result does:
-
-    >>> from fnin_cli.camera import Camera
-    >>> from fnin_cli.solvers.pieces import Pieces
-    >>> from fnin_cli.solvers.system import NormalSystem
-    >>> flat = np.dstack([np.zeros((4, 4, 2)), -np.ones((4, 4, 1))])
-    >>> s = NormalSystem(flat, np.ones((4, 4), bool), Camera(None, 1.0))
-    >>> w = {d: np.ones(16) for d in ("u+", "u-", "v+", "v-")}
-    >>> w["u+"][s.index[:, 1]] = 0.0; w["u-"][s.index[:, 2]] = 0.0
-    >>> depth = np.zeros((4, 4)); depth[:, 2:] = 0.05
-    >>> term = RobustPrior(DepthPrior(depth, np.ones((4, 4)), 0.1), s)
-    >>> keep_placements(term, np.zeros(16), Pieces(s, w, replace(DEFAULT.pieces, min_pixels=4)), 3.0, 1.0)
-    ([], [1])
-    >>> float(np.abs(term.target).max())
-    0.0
-    """
-    labels, sizes = pieces.joined
-    large = np.flatnonzero(sizes >= pieces.config.min_pixels)
-    has = term.has
-    r = (term.target[has] - z[has]) * term.inv_sigma           # in the prior's sigmas
-    lab = labels[has]
-    on_main = lab == 0
-    if not on_main.any():
-        return [], []
-    main = float(np.mean(r[on_main]))
-    target = term.target.copy()
-    moved, heard = [], []
-    for k in large[large != 0]:
-        on = lab == k
-        if not on.any():
-            continue
-        heard.append(int(k))
-        d = float(np.mean(r[on])) - main
-        if abs(d) > sigmas * max(1.0, np.sqrt(footprint / on.sum())):
-            moved.append(int(k))
-        else:
-            target[has[on]] -= d / term.inv_sigma[on]
-    term.target = target
-    return moved, heard
-
-
-def within_pieces(system, pieces, z: np.ndarray, tol: float, occlusion_cos: float, moved=()) -> dict:
-    """``pieces.weights`` with every edge between two of the result's pieces
-    (``pieces.joined``) at weight 1 where it agrees with both its normals at ``z`` (both
-    one-sided residuals |a dz + n| within ``tol``, neither pixel within ``occlusion_cos`` of
-    grazing) and neither piece is one the prior moves (``moved``), and 0 elsewhere: what
-    placed a piece is not pulled back by the weak one-sided weights its cut left, and where
-    two pieces touch the prior does not open them unless it places one beyond its noise."""
-    labels = pieces.joined[0]
-    free = np.isin(labels, np.asarray(moved, dtype=labels.dtype))
-    weights = {k: v.copy() for k, v in pieces.weights.items()}
-    grazing = view_cosine(system) < occlusion_cos     # a grazing normal agrees with almost any step
-    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
-        a, n = (system.a_u, system.nx) if axis == "u" else (system.a_v, system.ny)
-        dz = z[q] - z[p]
-        agree = ((np.abs(a[p] * dz + n[p]) <= tol) & (np.abs(a[q] * dz + n[q]) <= tol) & ~grazing[p] & ~grazing[q]
-                 & ~free[p] & ~free[q])
-        across = labels[p] != labels[q]
-        weights[axis + "+"][p[across]] = agree[across].astype(float)
-        weights[axis + "-"][q[across]] = agree[across].astype(float)
-    return weights
-
-
 class DisparityPrior(RelativePrior):
-
     """Inverse depth known up to an affine map (a / z + b, as monocular networks give it):
     fitted as depth 1 / (a D + b) (:func:`~fnin_cli.prior.fit_disparity`), then as a relative
     prior."""
 
     what = "disparity prior fitted (affine in inverse depth) and fused"
 
-    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool, groups=None) -> DepthPrior:
-        return fit_disparity(self.prior, depth, main, groups)[0]
+    def fit(self, depth: np.ndarray, main: np.ndarray, perspective: bool) -> DepthPrior:
+        return fit_disparity(self.prior, depth, main)[0]
 
 
 KINDS = {"absolute": AbsolutePrior, "relative": RelativePrior, "disparity": DisparityPrior}

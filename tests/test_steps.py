@@ -26,24 +26,20 @@ def _halves(shape=(6, 10)):
     return s, right[s.mask], w
 
 
-def test_the_default_placements_apply_after_fnin_without_a_prior_or_with_one_fused_after_them():
-    from types import SimpleNamespace
-
+def test_the_default_placements_apply_after_fnin_without_a_prior_only():
     s, _, _ = _halves()
     edge = np.zeros((2,) + s.shape)
-    absolute, relative = SimpleNamespace(fuses=False), SimpleNamespace(fuses=True)
     for step in (Placement(after=False), Placement(after=True)):
         assert step.applies(Context(s, DEFAULT, edge))
         assert not step.applies(Context(s, DEFAULT, None))               # another method's rounds
-        assert not step.places_pieces(Context(s, DEFAULT, edge, prior=absolute))
-        assert step.places_pieces(Context(s, DEFAULT, edge, prior=relative))   # the fuse comes after
-    assert not Placement(after=False).applies(Context(s, DEFAULT, edge, prior=absolute))
+        assert not step.places_pieces(Context(s, DEFAULT, edge, prior=object()))
+    assert not Placement(after=False).applies(Context(s, DEFAULT, edge, prior=object()))
     off = replace(DEFAULT, rounds=replace(DEFAULT.rounds, contact_edges=None))
     assert not BEFORE_ROUNDS[0].applies(Context(s, off, edge))
     # the slivers and the rim are the rounds' own: with the edge prior, a depth prior or not
     after = Placement(after=True)
-    assert after.applies(Context(s, DEFAULT, edge, prior=absolute)) and after.applies(Context(s, off, edge))
-    assert after.holds_slivers(Context(s, DEFAULT, edge, prior=absolute))
+    assert after.applies(Context(s, DEFAULT, edge, prior=object())) and after.applies(Context(s, off, edge))
+    assert after.holds_slivers(Context(s, DEFAULT, edge, prior=object()))
     assert not after.holds_slivers(Context(s, replace(DEFAULT, rounds=replace(DEFAULT.rounds, reattach_pixels=0)), edge))
     none = replace(off, rounds=replace(off.rounds, reattach_pixels=0, hold_grazing=None))
     assert not after.applies(Context(s, none, edge))

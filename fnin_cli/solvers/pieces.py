@@ -283,7 +283,6 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
 
 ISLAND = "an island of the mask: no edge joins it, only the solve's weak prior placed it"
 EXTRAPOLATED = "by one side's normals extrapolated across a jump"
-BY_PRIOR = "depth prior"
 
 
 def loose_pieces(pieces: Pieces, placed: str = "by the method") -> list:
@@ -335,7 +334,7 @@ def unplaced_note(found: list, n: int) -> str | None:
     >>> unplaced_note([{"pixels": 80, "pixel": [4, 7], "placed": "by the method"}], 29355)[:28]
     '1 piece (0.3% of the pixels;'
     """
-    free = [p for p in found if not p["placed"].startswith(("pinned", BY_PRIOR))]
+    free = [p for p in found if not p["placed"].startswith(("pinned", "depth prior"))]
     if not free:
         return None
     share = sum(p["pixels"] for p in free) / n

@@ -54,11 +54,8 @@ class Context:
 
     @property
     def placing(self) -> bool:
-        """Whether the default's placements run: after fnin (its edge map), without a prior or
-        with one fused after the rounds (relative, disparity: the rounds never see it)."""
-        if self.edge_p is None:
-            return False
-        return self.prior is None or (self.prior.fuses and self.config.prior.fuse_pieces)
+        """Whether the default's placements run: after fnin (its edge map), without a prior."""
+        return self.edge_p is not None and self.prior is None
 
 
 @dataclass

@@ -5,7 +5,7 @@ with several).
 
     PYTHONPATH=$PWD python studies/robust-prior/mono.py --sets clean,real-like --out studies/robust-prior/candidate20/renders.json
 
-Candidates 20b-20h ran at ab21146 (README, candidate 20h), 20i-20m at b890965; 20n runs here.
+Candidates 20b-20h ran at ab21146 (README, candidate 20h), 20i-20m at b890965, 20n at 5098b55 (PriorConfig.fuse_pieces, which the next commit removed): run it there.
 """
 
 from __future__ import annotations

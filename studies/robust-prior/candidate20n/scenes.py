@@ -1,6 +1,6 @@
 """Candidates 20i-20n: the scene check (studies/robust-prior/README.md): the vase in front of its
 wall (orthographic and perspective) and the stripes meeting their floor, each with a
-``mono-depth`` prior (seed 0), today's fuse and the candidate's in one run. 20i-20m ran at b890965.
+``mono-depth`` prior (seed 0), today's fuse and the candidate's in one run. 20i-20m ran at b890965, 20n at 5098b55 (PriorConfig.fuse_pieces): run it there.
 
     PYTHONPATH=$PWD python studies/robust-prior/candidate20n/scenes.py --out studies/robust-prior/candidate20n/scenes.json
 """
