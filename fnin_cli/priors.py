@@ -144,7 +144,7 @@ class RobustPrior:
         self.weights = np.ones(self.has.size)
         self.keep_small, self.graph = bool(c.judge_small), None
         cos = config.rounds.occlusion_cos
-        estimating = not prior.sigma_given
+        estimating = self.estimate
         if (c.judge_steps and prior.kind == "absolute" and prior.block == 1 and cos is not None
                 and (c.judge_estimates if estimating else self.loss is not None)):
             # judged at Tukey's scale; a sigma not given is the steps' own spread, and the map is
@@ -155,11 +155,11 @@ class RobustPrior:
                                   floor=0.0 if estimating else 1.0, smooth_open=c.judge_open)
             if not estimating or graph["spread"] is not None:
                 self.graph, self.weights = graph, weights
-            if estimating and graph["spread"] is not None:
-                self.scale = max(graph["spread"], self.floor)
-                self.sigma *= self.scale
-                self.estimate, self.pairs = False, None
-                self.loss, self.k = c.loss, float(c.loss_scale)
+                if estimating:
+                    self.scale = max(graph["spread"], self.floor)
+                    self.sigma *= self.scale
+                    self.estimate, self.pairs = False, None
+                    self.loss, self.k = c.loss, float(c.loss_scale)
 
     def at(self, z: np.ndarray | None, weights: dict | None = None) -> DataTerm:
         if z is not None:
@@ -194,8 +194,7 @@ class RobustPrior:
         if self.loss is not None:
             if self.grid is None:
                 self.grid = FieldGrid(self.rc, self.shape, self.smooth)
-            raw = self._raw(weights)
-            piece = self._pieces(raw)
+            raw, piece = self._pieces(weights)
             dev = r - smooth_field(r, self.weights, self.rc, self.shape, self.smooth, piece, self.grid)
             # the spread of the deviations: the prior's sigma, or wider where the normals'
             # error is rough between sparse measurements
@@ -204,25 +203,19 @@ class RobustPrior:
             if self.graph is not None and piece is not None and self.keep_small:
                 # a piece too small for a field of its own trusts by construction (dev 0): no
                 # evidence against the judge's verdict, judged again across the normals' cuts
-                verdict = judge_again(self.graph, raw[1])
+                verdict = judge_again(self.graph, raw)
                 self.weights = np.where((piece < 0) & (verdict == 0), 0.0, self.weights)
 
-    def _raw(self, weights: dict | None):
-        """(each masked pixel's piece under ``weights`` (mutual cuts), cut also along every
-        occluding contour (:func:`occluding_edges`), each prior pixel's); None without weights."""
+    def _pieces(self, weights: dict | None) -> tuple:
+        """(each prior pixel's piece under ``weights`` (mutual cuts), cut also along every
+        occluding contour (:func:`occluding_edges`); the same with the pieces under
+        ``min_pixels`` each their own, -1); (None, None) without weights."""
         if weights is None:
-            return None
+            return None, None
         # the components alone: the fields need the grouping, not cut_pieces' order by size
-        raw = components(self.system, weights, self.cut, True, drop=self.contour)[0]
-        return raw, raw[self.has]
-
-    def _pieces(self, raw):
-        """Each prior pixel's piece from :meth:`_raw`'s pair, pieces under ``min_pixels`` each
-        their own (-1); None without weights (``raw`` None)."""
-        if raw is None:
-            return None
-        every, piece = raw
-        return np.where(np.bincount(every)[piece] >= self.min_pixels, piece, -1)
+        every = components(self.system, weights, self.cut, True, drop=self.contour)[0]
+        raw = every[self.has]
+        return raw, np.where(np.bincount(every)[raw] >= self.min_pixels, raw, -1)
 
     def energy(self, z: np.ndarray) -> float:
         """The term's weighted squared residual at z with its current weights."""
