@@ -187,3 +187,36 @@ def count_isolated(depth: np.ndarray, mask: np.ndarray, fraction: float = 0.2) -
         off = np.abs(d - np.nanmedian(nb, axis=0)) / spread
     off = off[mask & np.isfinite(off)]
     return int(np.sum(off > fraction)), float(off.max()) if off.size else 0.0
+
+
+def plant_normals(seed: int, h: int = 480, w: int = 480, leaves: int = 300) -> np.ndarray:
+    """(h, w, 3) internal-frame unit normals of a dense orthographic plant filling the frame:
+    ``leaves`` small tilted, slightly curved elliptic leaves (3-18 px, slopes up to about 60
+    degrees, each bent along its own axis) over a cylindrical pot and a gently bumpy soil
+    (issue 51 item 3: a map whose block-scale integrability cannot tell an x flip)."""
+    rng = np.random.default_rng(seed)
+    v, u = np.mgrid[0:h, 0:w].astype(float)
+    z = 1000 + 0.3 * v + 3 * np.sin(u / 17) * np.cos(v / 23)        # soil, farther down the image
+    p = 3 * np.cos(u / 17) / 17 * np.cos(v / 23)
+    q = 0.3 - 3 * np.sin(u / 17) * np.sin(v / 23) / 23
+    cx, r = w / 2, w * 0.22                                          # pot: a vertical cylinder
+    pot = (v > h * 0.62) & (np.abs(u - cx) < r)
+    dx = np.clip((u - cx) / r, -0.999, 0.999)
+    zp = 900 - r * np.sqrt(1 - dx ** 2)
+    sel = pot & (zp < z)
+    z[sel], p[sel], q[sel] = zp[sel], (dx / np.sqrt(1 - dx ** 2))[sel], 0.0
+    for _ in range(leaves):
+        lu, lv = rng.uniform(0.1 * w, 0.9 * w), rng.uniform(0.05 * h, 0.7 * h)
+        a, b = rng.uniform(6, 18), rng.uniform(3, 8)
+        th = rng.uniform(0, np.pi)
+        du, dv = u - lu, v - lv
+        x1, y1 = du * np.cos(th) + dv * np.sin(th), -du * np.sin(th) + dv * np.cos(th)
+        inside = (x1 / a) ** 2 + (y1 / b) ** 2 < 1
+        gu, gv = rng.normal(0, 1.0, 2)
+        c = rng.uniform(-0.03, 0.03)
+        zl = rng.uniform(600, 880) + gu * du + gv * dv + c * x1 ** 2
+        sel = inside & (zl < z)
+        z[sel] = zl[sel]
+        p[sel], q[sel] = (gu + 2 * c * x1 * np.cos(th))[sel], (gv + 2 * c * x1 * np.sin(th))[sel]
+    n = np.stack([p, q, -np.ones_like(p)], -1)
+    return n / np.linalg.norm(n, axis=-1, keepdims=True)

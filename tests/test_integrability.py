@@ -16,7 +16,8 @@ from fnin_cli.checks import (
     invalid_report,
 )
 
-from helpers import gaussian_bumps
+from fnin_cli.checks.cues import fine_cells, fine_score
+from helpers import gaussian_bumps, plant_normals
 
 H, W = 192, 256
 K = np.array([[300.0, 0, 120.0], [0, 310.0, 100.0], [0, 0, 1]])
@@ -179,6 +180,41 @@ def test_without_an_outline_x_and_y_flips_are_refused_naming_both(bumps):
                 assert check_decoding(raw, bd, mask, c).chosen.name == truth
             except FninError as e:
                 assert 'flip="x"' in str(e) and 'convention="directx"' in str(e)
+
+
+@pytest.mark.parametrize("perspective", [False, True])
+def test_fine_score_is_zero_for_a_surface_and_near_one_for_its_x_flip(perspective):
+    """The pixel-scale score of exact normals of a twisting surface: its curl is nothing
+    (orthographic, and in log depth under perspective once the plane's own mixed
+    derivative is taken out); x negated, the curl carries nearly all of the energy."""
+    n, mask = surface_normals("bumps", perspective)
+    cam = Camera(K) if perspective else Camera()
+    for flip, lo, hi in ((False, 0.0, 1e-6), (True, 0.99, 1.0)):
+        m = n * np.array([-1.0 if flip else 1.0, 1.0, 1.0])
+        values, rays, f = fine_cells(m, mask, cam)
+        score, cells = fine_score(values, rays, f)
+        assert lo <= score <= hi and cells > 40_000
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_dense_plant_flipped_is_refused_by_its_pixels(seed):
+    """Issue 51 item 3: a dense orthographic 8-bit plant filling the frame (many small leaves,
+    a pot, soil; no outline). Every block score is near 0.5 (the blocks straddle the leaves'
+    edges), so x- and y-flipped copies used to load with exit 0; read on the pixel cells with
+    no jump inside, they are refused naming both fixes, and the right map is kept."""
+    n = plant_normals(seed, 240, 240, 80)
+    code = np.round((np.clip(from_internal(n, "ps"), -1, 1) + 1) / 2 * 255).astype(np.uint8)
+    for mask in (None, np.ones(code.shape[:2], bool)):
+        chk = check_decoding(code, 8, mask, Camera())
+        assert not chk.changed and chk.scores["ps"] > 0.41     # the blocks cannot tell
+        for axis in (0, 1):
+            bad = code.copy()
+            bad[..., axis] = 255 - bad[..., axis]
+            with pytest.raises(FninError) as e:
+                check_decoding(bad, 8, mask, Camera())
+            msg = str(e.value)
+            assert "at pixel scale" in msg and 'flip="x"' in msg and 'convention="directx"' in msg
+            assert "\n" not in msg and e.value.check.fine["ps"] > 0.8
 
 
 def test_x_and_y_both_flipped_refused_by_the_outline(blob):

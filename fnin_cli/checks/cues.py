@@ -24,6 +24,9 @@ the rest on a coarse grid (:func:`~fnin_cli.checks.decoding.check_decoding` deci
    20 degrees (a surface: most; random values: a few per cent).
 6. Unit length (float data): whether the file holds n or (n + 1) / 2; without a mask, the
    share of the domain's vectors (length 1 +- :mod:`.decoding`'s ``DOMAIN_TOL``) within ``UNIT_TOL`` of 1.
+7. Integrability at pixel scale (:func:`fine_score`, only where the blocks cannot tell): the
+   curl's share of the energy over the 2x2 pixel cells with no jump and no grazing pixel
+   inside; a map of many small pieces (foliage) has no block without a jump.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ OUTWARD = 0.5      # an outline normal points out (in) when n_xy . o >= (<= -) t
 BLOCK_TARGET = 5000  # about this many valid blocks (block size 2..16)
 UNIT_TOL = 0.1     # unit-length tolerance for the (n+1)/2 test
 COHERENT_PAIRS = 100_000  # about this many neighbour pairs sampled for the coherence
+FINE_DEG = 5.0     # a pixel cell whose normals lie within this angle of each other: no jump inside it
+FINE_CELLS = 200_000  # at most about this many pixel cells for the fine score (about 0.1 s)
 
 
 def block_means(raw: np.ndarray, mask: np.ndarray, k: int):
@@ -146,6 +151,60 @@ def grid_score(vec: np.ndarray, grid: Grid, weights: np.ndarray | None = None) -
         return 0.5, ncell, facing
     c, m, wgt = c[keep], m[keep], wgt[keep]
     return float(np.sum(wgt * c / m) / np.sum(wgt)), ncell, facing
+
+
+def fine_cells(raw: np.ndarray, mask: np.ndarray, camera: Camera, max_cells: int = FINE_CELLS) -> tuple:
+    """The 2x2 pixel cells of :func:`fine_score`: (the raw values at their four corners, each
+    (m, 3), in the order (v,u), (v,u+1), (v+1,u), (v+1,u+1); the corners' rays; (f_x, f_y)
+    or None for orthographic). Only cells whose four pixels are in ``mask``, on a lattice of
+    stride s, the smallest keeping at most ``max_cells``."""
+    h, w = mask.shape
+    full = mask[:-1, :-1] & mask[:-1, 1:] & mask[1:, :-1] & mask[1:, 1:]
+    s = max(1, int(np.ceil(np.sqrt(full.sum() / max_cells)))) if full.size else 1
+    r, c = np.nonzero(full[::s, ::s])
+    r, c = r * s, c * s
+    at = [(r + a, c + b) for a, b in ((0, 0), (0, 1), (1, 0), (1, 1))]
+    values = tuple(raw[i, j, :3] for i, j in at)
+    if camera.K is None:
+        ray = np.zeros((r.size, 3))
+        ray[:, 2] = 1.0
+        return values, (ray,) * 4, None
+    kinv = np.linalg.inv(camera.K)
+    rays = tuple(np.stack([j, i, np.ones(r.size)], -1).astype(np.float64) @ kinv.T for i, j in at)
+    return values, rays, (float(camera.K[0, 0]), float(camera.K[1, 1]))
+
+
+def fine_score(corners: tuple, rays: tuple, f: tuple, max_deg: float = FINE_DEG) -> tuple[float, int]:
+    """(integrability at pixel scale, smooth cells) of one decoding: over the 2x2 pixel cells
+    whose four unit normals (``corners``: (v,u), (v,u+1), (v+1,u), (v+1,u+1), each (m, 3))
+    lie within ``max_deg`` of each other and do not graze (so that no jump and no edge-on
+    pixel is inside), the energy share of the curl, sum c^2 / (sum c^2 + sum s^2), with c
+    and s as in :func:`grid_score` (``rays``: each corner's ray, ``f``: (f_x, f_y), None
+    for orthographic). 0: integrable; 0.5: noise; near 1: x or y flipped. A sum, not a
+    mean of per-cell ratios: the cells where the surface twists carry the signal, the many
+    flat ones only noise."""
+    a, b, c_, d = corners
+    cosmin = np.min(np.stack([np.sum(corners[i] * corners[j], -1) for i in range(4) for j in range(i + 1, 4)]), 0)
+    ndr = [np.sum(n * r, -1) for n, r in zip(corners, rays)]
+    rn = [np.linalg.norm(r, axis=-1) for r in rays]
+    ok = cosmin >= np.cos(np.radians(max_deg))
+    for x, y in zip(ndr, rn):
+        ok &= np.abs(x) >= GRAZING * y
+    m = int(ok.sum())
+    if m == 0:
+        return float("nan"), 0
+    fx, fy = f if f is not None else (1.0, 1.0)
+    p = [-n[ok, 0] / (fx * x[ok]) for n, x in zip(corners, ndr)]
+    q = [-n[ok, 1] / (fy * x[ok]) for n, x in zip(corners, ndr)]
+    pv = 0.5 * (p[2] + p[3] - p[0] - p[1])
+    qu = 0.5 * (q[1] + q[3] - q[0] - q[2])
+    curl, sym = pv - qu, pv + qu
+    if f is not None:   # the mixed derivative every plane has in log depth (grid_score)
+        nm = 0.25 * sum(n[ok] for n in corners)
+        rm = 0.25 * sum(r[ok] for r in rays)
+        sym = sym - 2.0 * nm[:, 0] * nm[:, 1] / (fx * fy * np.sum(nm * rm, -1) ** 2)
+    cc, ss = float(np.sum(curl * curl)), float(np.sum(sym * sym))
+    return (cc / (cc + ss) if cc + ss > 0 else 0.5), m
 
 
 def spread_deg(vec: np.ndarray) -> float:

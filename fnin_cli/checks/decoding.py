@@ -29,7 +29,9 @@ mistakes counted pick x and y within the class:
 - a decoding with more than ``FACING_MAX`` of its blocks facing away, or ``STEEPER_MAX``
   more of them steep (over 60 degrees from the ray) than the given one, is implausible;
 - the class: the given decoding's, unless another class scores ``MARGIN`` lower and at
-  most ``ALT_MAX``; when the given decoding faces away: the class integrability clearly
+  most ``ALT_MAX``, or, where the given class scores above ``ALT_MAX`` (the blocks cannot
+  tell), another class's pixel-scale score is ``FINE_MARGIN`` lower and at most
+  ``FINE_MAX`` over at least ``FINE_MIN_CELLS`` cells; when the given decoding faces away: the class integrability clearly
   prefers, else the classes facing the camera best (``FACING_TIE``), then the fewest
   mistakes, else refused naming the options;
 - within the class: the outline when ``OUTLINE_BLOCKS`` blocks say so by ``OUTLINE_TIE``;
@@ -54,8 +56,8 @@ import numpy as np
 from ..camera import Camera
 from ..errors import FninError
 from .cues import (COHERENT_DEG, UNIT_TOL, Grid, block_means, block_size, cell_weights, coherence, domain,
-                   grid_score, outline_blocks, outline_score, span, spread_deg, unit_fraction, unit_fractions_unmasked,
-                   unit_share)
+                   fine_cells, fine_score, grid_score, outline_blocks, outline_score, span, spread_deg, unit_fraction,
+                   unit_fractions_unmasked, unit_share)
 from .decodings import Decoding, decode, describe, given_decoding, mistakes, options_to
 
 # --- thresholds, chosen on the development set of studies/decoding-real-maps (renders of
@@ -77,6 +79,13 @@ PLANAR_DEG = 8.0   # normals within this angle of their mean (95th pct): near-pl
 SCALES = 3         # block sizes k, 2k, 4k
 SCALE_MIN_CELLS = 300  # a coarser scale counts only with at least this many cells
 DOMAIN_TOL = 0.25  # without a mask the domain is the vectors of length 1 +- this (as the loader's)
+# where the block scores leave the given class unproven (above ALT_MAX), another class whose
+# pixel-scale score (cues.fine_score) is at most FINE_MAX and FINE_MARGIN below the given's,
+# over at least FINE_MIN_CELLS smooth cells, is picked (dev: right 0.11-0.50, a flipped plant's 0.88;
+# docs/decisions.md#decoding-check)
+FINE_MAX = 0.35
+FINE_MARGIN = 0.3
+FINE_MIN_CELLS = 1000
 # without a mask, fewer of the domain's vectors unit within UNIT_TOL: a picture (its colours fill
 # the band), not a normal map (maps >= 0.995, pictures <= 0.54: studies/real-maps)
 UNIT_SHARE_MIN = 0.9
@@ -120,6 +129,7 @@ class DecodingCheck:
     block: int = 1
     cells: int = 0
     valid_pixels: int = 0
+    fine: dict = field(default_factory=dict)
 
     def decode(self, raw: np.ndarray, bitdepth: int | None, out: np.ndarray | None = None) -> np.ndarray:
         """The raw array decoded with the chosen decoding (internal frame, not normalised;
@@ -136,6 +146,7 @@ class DecodingCheck:
                 "outline": {k: round(v, 3) for k, v in self.outline.items()},
                 "outline_blocks": self.outline_blocks,
                 "coherent": None if not np.isfinite(self.coherent) else round(self.coherent, 3),
+                "fine_scores": {k: round(v, 4) for k, v in self.fine.items()},
                 "ratio": None if not np.isfinite(self.ratio) else round(self.ratio, 4)}
 
 
@@ -343,8 +354,14 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     if others:
         alt = min(others, key=others.get)
         chk.ratio = others[alt] / S[gcls] if S.get(gcls, 0) > 0 else float("inf")
+    fine = False
     if base_ok:
         target = alt if others and S[gcls] - others[alt] >= MARGIN and others[alt] <= ALT_MAX else gcls
+        if target == gcls and others and S[gcls] > ALT_MAX:
+            # the blocks cannot tell (their cells straddle jumps): the pixels where no jump is
+            picked = _fine_target(raw, bd, mask, camera, plausible, cls, gcls, chk)
+            if picked is not None:
+                target, fine = picked, True
     else:
         # the given decoding faces away: a class integrability clearly prefers, else the
         # classes that face the camera best, then the fewest mistakes
@@ -379,7 +396,7 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     if not base_ok:
         reasons.append("facing away")
     if target != gcls:
-        reasons.append("integrability")
+        reasons.append("integrability at pixel scale" if fine else "integrability")
     chk.confident = True
     if m1 is None or m2 is None:
         pick = m1 or m2
@@ -416,16 +433,43 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
             pick = None if e1 == e2 else (m1 if e1 < e2 else m2)
         if pick is None:
             chk.reason = ", ".join(reasons + ["ambiguous"])
-            sg = cands[base][0]
             a, b = sorted((m1, m2), key=lambda d: (mistakes(d, given), options_to(d, given)))
-            return refuse(f"normals do not fit the decoding '{given.name}' (integrability score {sg:.2f}) but do "
-                          f"when {describe(a, given)} ({cands[a][0]:.2f}) or {describe(b, given)} ({cands[b][0]:.2f}), "
-                          f"which {_tell(outline_ok)}: pass {options_to(a, given)} or {options_to(b, given)}",
-                          True)
+            sc = chk.fine if fine else chk.scores
+            scale = " at pixel scale" if fine else ""
+            return refuse(f"normals do not fit the decoding '{given.name}' (integrability score{scale} "
+                          f"{sc[base.name]:.2f}) but do when {describe(a, given)} ({sc[a.name]:.2f}) or "
+                          f"{describe(b, given)} ({sc[b.name]:.2f}), which {_tell(outline_ok)}: pass "
+                          f"{options_to(a, given)} or {options_to(b, given)}", True)
     if pick is None:
         pick = base
     chk.chosen, chk.reason = pick, ", ".join(reasons)
     return _finish(chk, given, mode, source)
+
+
+def _fine_target(raw, bd, mask, camera, plausible: dict, cls, gcls, chk: DecodingCheck):
+    """The class the pixel-scale score (:func:`~.cues.fine_score`) picks over the given one
+    (``gcls``), or None; fills ``chk.fine`` (per plausible decoding, the score of its class's
+    member that the block scores rank best)."""
+    values, rays, f = fine_cells(raw, mask, camera)
+    best = {}
+    for d, v in plausible.items():
+        if cls(d) not in best or v[0] < plausible[best[cls(d)]][0]:
+            best[cls(d)] = d
+    score, cells = {}, {}
+    for c, d in best.items():
+        corners = []
+        for x in values:
+            n = decode(x, bd, d).astype(np.float64)
+            corners.append(n / np.maximum(np.linalg.norm(n, axis=-1, keepdims=True), 1e-12))
+        score[c], cells[c] = fine_score(tuple(corners), rays, f)
+    chk.fine = {d.name: score[cls(d)] for d in plausible}
+    if gcls not in score or not np.isfinite(score[gcls]) or cells[gcls] < FINE_MIN_CELLS:
+        return None
+    alt = [c for c in score if c != gcls and np.isfinite(score[c])]
+    if not alt:
+        return None
+    c = min(alt, key=score.get)
+    return c if score[c] <= FINE_MAX and score[gcls] - score[c] >= FINE_MARGIN else None
 
 
 def _tell(outline_ok: bool) -> str:
@@ -450,7 +494,10 @@ def _finish(chk: DecodingCheck, given: Decoding, mode: str, source) -> DecodingC
     fix = options_to(chosen, given)
     what = describe(chosen, given)
     base = Decoding(given.signs, given.channels, chosen.float_encoding, given.named)
-    detail = (f"integrability score {scores.get(base.name, float('nan')):.2f} as decoded ({given.name}) vs "
+    if "pixel scale" in chk.reason:
+        scores = chk.fine
+    scale = " at pixel scale" if "pixel scale" in chk.reason else ""
+    detail = (f"integrability score{scale} {scores.get(base.name, float('nan')):.2f} as decoded ({given.name}) vs "
               f"{scores.get(chosen.name, float('nan')):.2f} ({chosen.name})")
     if "outline" in chk.reason:
         detail += f"; outline {chk.outline.get(chosen.name, 0):+.2f} over {chk.outline_blocks} blocks"

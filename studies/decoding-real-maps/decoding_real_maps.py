@@ -54,6 +54,9 @@ from fnin_cli.data.synthetic import make_scene
 from fnin_cli.errors import FninError
 from fnin_cli.io import read_array, read_K, read_mask, write_png
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from helpers import plant_normals  # noqa: E402  (the tests' own plant)
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 PS = np.array([1.0, -1.0, -1.0])
@@ -131,6 +134,13 @@ def dome_maps(seeds):
         out.append((f"d{seed}-{h}x{w}-R{radius:.0f}-{noise:.1f}deg-{bits}bit", n, bits, np.ones((h, w), bool), None,
                     None))
     return out
+
+
+def plant_maps(seeds):
+    """[(name, normals, bits, mask, K, bg)]: dense orthographic 8-bit plants filling a
+    480x480 frame (``tests/helpers.plant_normals``: many small leaves over a pot and soil),
+    no outline (issue 51 item 3)."""
+    return [(f"plant{seed}-8bit", plant_normals(seed), 8, np.ones((480, 480), bool), None, None) for seed in seeds]
 
 
 def bench_maps():
@@ -327,6 +337,7 @@ def main(argv=None):
     ap.add_argument("--scenes", type=int, default=None, help="renders of the set's meshes (dev 40, heldout 16)")
     ap.add_argument("--noise", type=int, default=6, help="noise seeds (each a uniform and a smoothed map)")
     ap.add_argument("--seed", type=int, default=None, help=f"first seed (dev {DEV_SEED}, heldout {HELDOUT_SEED})")
+    ap.add_argument("--plants", type=int, default=4, help="dense plant maps (seeds from the first seed)")
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
@@ -349,6 +360,8 @@ def main(argv=None):
             print(name, flush=True)
         for name, n, bits, mask, K, bg in dome_maps(list(range(seed, seed + (a.scenes or 40)))):
             run_map("domes", name, n, encode(n, mask, bits), bits, mask, K, bg, False, tmp, rows)
+        for name, n, bits, mask, K, bg in plant_maps(range(seed, seed + a.plants)):
+            run_map("plants", name, n, encode(n, mask, bits), bits, mask, K, bg, False, tmp, rows)
     else:
         for m in public_maps(sorted((DATA / "diligent").iterdir())):
             run_map("diligent", m[0], None, m[1], m[2], m[3], m[4], m[5], False, tmp, rows)
@@ -366,6 +379,8 @@ def main(argv=None):
             print(name, flush=True)
         for name, n, bits, mask, K, bg in dome_maps(list(range(seed, seed + (a.scenes or 16)))):
             run_map("domes", name, n, encode(n, mask, bits), bits, mask, K, bg, False, tmp, rows)
+        for name, n, bits, mask, K, bg in plant_maps(range(seed, seed + a.plants)):
+            run_map("plants", name, n, encode(n, mask, bits), bits, mask, K, bg, False, tmp, rows)
     summary = summarise(rows)
     bad = [r for r in rows if r["outcome"] in ("WRONG", "FALSE-CHANGE", "FALSE-REFUSE")]
     secs = [r["check_s"] for r in rows if r["check_s"] is not None]
