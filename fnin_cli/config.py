@@ -167,6 +167,10 @@ class PiecesConfig:
 class PriorConfig:
     """How a depth prior's term (fnin_cli.priors) trusts it."""
 
+    # under a relative or disparity prior (fused after the rounds) the placement after the
+    # rounds runs as without one, and the fuse holds the pieces it placed by the normals'
+    # evidence within the prior's noise (studies/robust-prior, candidate 20o)
+    place_fused: bool = True
     # the term's robust loss where the prior's sigma is given: "cauchy", "huber", "tukey", or
     # None (a plain quadratic: a wrong patch pulls the whole surface), at this scale in sigmas
     # (the textbook constants of 95% efficiency: cauchy 2.385, huber 1.345, tukey 4.685); a

@@ -301,6 +301,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
     ctx = run.context(pins)
     pieces = Pieces(system, rounds.weights if rounds is not None else weights, run.config.pieces)
     placed_by = {}                     # how a piece was placed, by id
+    done = None
     if rounds is not None:
         t = time.perf_counter()
         z, done = run_steps(AFTER_ROUNDS, rounds.z, pieces, ctx)
@@ -313,7 +314,7 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         discontinuity = weights_to_discontinuity(weights, system.n)
     kind, fitted = run.prior, None
     if kind is not None:
-        z, fitted = kind.fuse(run, z, pieces)
+        z, fitted = kind.fuse(run, z, pieces, done.placed if done is not None else {})
     z, pinned = run_steps((Pins(),), z, pieces, ctx)
     placed_by.update(pinned.placed)
     zimg = system.to_image(z)

@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from .config import DEFAULT, IntegrationConfig
-from .prior import PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity, fit_relative
+from .prior import OUTLIER_SIGMAS, PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity, fit_relative
 from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedWeights, anchored
@@ -533,7 +533,7 @@ class AbsolutePrior(_Kind):
         self.robust = RobustPrior(self.prior, system, self.config)
         return self.robust
 
-    def fuse(self, run, z: np.ndarray, pieces) -> tuple:
+    def fuse(self, run, z: np.ndarray, pieces, placed: dict | None = None) -> tuple:
         """z as it is, and the prior with the sigma the run used (estimated where not given)."""
         return z, replace(self.prior, sigma=self.robust.sigma)
 
@@ -562,7 +562,7 @@ class RelativePrior(_Kind):
         """The prior as depth on the result's scale (:func:`~fnin_cli.prior.fit_relative`)."""
         return fit_relative(self.prior, depth, main, perspective)[0]
 
-    def fuse(self, run, z: np.ndarray, pieces) -> tuple:
+    def fuse(self, run, z: np.ndarray, pieces, placed: dict | None = None) -> tuple:
         """(z, fitted prior): the prior fitted to the result z on the result's main piece
         (mutual cuts: whose shape and placement the normals fix, :meth:`fit`), each pixel counting 1/RELATIVE_BLOCK^2 of a
         measurement (a network's neighbouring values are not independent), then minimised
@@ -577,7 +577,11 @@ class RelativePrior(_Kind):
         fitted = self.fit(np.exp(zimg) if camera.perspective else zimg, main, camera.perspective)
         fitted = replace(fitted, share=fitted.share / RELATIVE_BLOCK ** 2, block=1)
         self.robust = RobustPrior(fitted, system, self.config)
-        objective = anchored(system, FixedWeights(pieces.weights), run.lam, z, self.robust)
+        weights = pieces.weights
+        held = hold_placed(self.robust, z, pieces, placed or {})
+        if held:
+            weights = without_edges_of(system, pieces, held)
+        objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)
         c = self.config.prior
         z = minimise(objective, z, InnerSolve(run.args.backend.linear, run.config.one_shot.solve_rtol,
                                               run.config.solver.maxiter, run.hierarchy), max_iter=c.iterations,
@@ -596,6 +600,74 @@ class RelativePrior(_Kind):
         else:
             fitted = replace(fitted, depth=fitted.depth + float((depth - zimg)[inp.mask].mean()))
         return fitted, "; " + self.what
+
+
+def hold_placed(term: RobustPrior, z: np.ndarray, pieces, placed: dict) -> list:
+    """The loose pieces (``pieces.joined`` labels) that ``placed`` says the placement put by
+    the normals' evidence (an occluding contour's order or a contact) and on which the
+    prior's word, its mean residual less the main piece's, lies within OUTLIER_SIGMAS of its
+    sigma times max(1, sqrt(RELATIVE_BLOCK^2 / the piece's prior pixels)) (one measurement
+    per RELATIVE_BLOCK^2 pixels): ``term``'s target is shifted on each by that mean, so
+    that the prior shapes the piece without moving it.
+
+    Examples
+    --------
+    Two pieces of a flat 4x4 map cut apart between columns 1 and 2, the right one placed
+    behind its occluder; the prior puts it 0.5 sigma higher than the result does:
+
+    >>> from fnin_cli.camera import Camera
+    >>> from fnin_cli.solvers.pieces import Pieces
+    >>> from fnin_cli.solvers.placement import BEHIND
+    >>> from fnin_cli.solvers.system import NormalSystem
+    >>> flat = np.dstack([np.zeros((4, 4, 2)), -np.ones((4, 4, 1))])
+    >>> s = NormalSystem(flat, np.ones((4, 4), bool), Camera(None, 1.0))
+    >>> w = {d: np.ones(16) for d in ("u+", "u-", "v+", "v-")}
+    >>> w["u+"][s.index[:, 1]] = 0.0; w["u-"][s.index[:, 2]] = 0.0
+    >>> depth = np.zeros((4, 4)); depth[:, 2:] = 0.05
+    >>> term = RobustPrior(DepthPrior(depth, np.ones((4, 4)), 0.1), s)
+    >>> hold_placed(term, np.zeros(16), Pieces(s, w, replace(DEFAULT.pieces, min_pixels=4)), {1: BEHIND})
+    [1]
+    >>> float(np.abs(term.target).max())
+    0.0
+    """
+    from .solvers.placement import BEHIND, CONTACT
+
+    labels, sizes = pieces.joined
+    wanted = [k for k, how in placed.items() if how in (BEHIND, CONTACT) and k != 0
+              and sizes[k] >= pieces.config.min_pixels]
+    has = term.has
+    lab = labels[has]
+    on_main = lab == 0
+    if not wanted or not on_main.any():
+        return []
+    r = (term.target[has] - z[has]) * term.inv_sigma           # in the prior's sigmas
+    main = float(np.mean(r[on_main]))
+    target = term.target.copy()
+    held = []
+    for k in wanted:
+        on = lab == k
+        if not on.any():
+            continue
+        d = float(np.mean(r[on])) - main
+        if abs(d) <= OUTLIER_SIGMAS * max(1.0, np.sqrt(RELATIVE_BLOCK ** 2 / on.sum())):
+            target[has[on]] -= d / term.inv_sigma[on]
+            held.append(int(k))
+    term.target = target
+    return held
+
+
+def without_edges_of(system, pieces, held: list) -> dict:
+    """``pieces.weights`` with every edge between one of the ``held`` pieces
+    (``pieces.joined`` labels) and another piece at weight 0: what placed a piece is not
+    undone by the weak one-sided weights its cut left."""
+    labels = pieces.joined[0]
+    mine = np.isin(labels, np.asarray(held, dtype=labels.dtype))
+    weights = {k: v.copy() for k, v in pieces.weights.items()}
+    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
+        across = (labels[p] != labels[q]) & (mine[p] | mine[q])
+        weights[axis + "+"][p[across]] = 0.0
+        weights[axis + "-"][q[across]] = 0.0
+    return weights
 
 
 class DisparityPrior(RelativePrior):

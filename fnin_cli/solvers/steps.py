@@ -96,9 +96,13 @@ class Placement:
     def __init__(self, after: bool):
         self.after = after
 
-    @staticmethod
-    def places_pieces(ctx: Context) -> bool:
-        return ctx.placing and ctx.config.rounds.contact_edges is not None
+    def places_pieces(self, ctx: Context) -> bool:
+        if ctx.edge_p is None or ctx.config.rounds.contact_edges is None:
+            return False
+        # a prior fused after the rounds (relative, disparity) does not see them: the pieces'
+        # solve after them runs as without one, and the fuse holds what it placed
+        fused = self.after and getattr(ctx.prior, "fuses", False) and ctx.config.prior.place_fused
+        return ctx.placing or fused
 
     @staticmethod
     def holds_slivers(ctx: Context) -> bool:

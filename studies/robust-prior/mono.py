@@ -5,7 +5,7 @@ with several).
 
     PYTHONPATH=$PWD python studies/robust-prior/mono.py --sets clean,real-like --out studies/robust-prior/candidate20/renders.json
 
-Candidates 20b-20h ran at ab21146 (README, candidate 20h), 20i-20m at b890965, 20n at 5098b55 (PriorConfig.fuse_pieces, which the next commit removed): run it there.
+Candidates 20b-20h ran at ab21146 (README, candidate 20h), 20i-20m at b890965, 20n at 5098b55 (PriorConfig.fuse_pieces, which the next commit removed): run it there; 20o with PriorConfig.place_fused.
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from fnin_cli.config import DEFAULT
 from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads
 
-# PriorConfig fields per candidate. 20b-20h ran at ab21146 (their fields are gone; the records
-# name them); "today": the fuse as it was before candidate 20i, "20n": its code (fuse_pieces)
+# PriorConfig fields per candidate. 20b-20h ran at ab21146, 20i-20m at b890965, 20n at 5098b55
+# (their fields are gone; the records name them); "today": the fuse before candidate 20o,
+# "20o": the placement after the rounds under a fused prior, its evidence held (place_fused)
 CANDIDATES = {
-    "today": dict(fuse_pieces=False),
-    "20n": dict(fuse_pieces=True),
+    "today": dict(place_fused=False),
+    "20o": dict(place_fused=True),
 }
 PRIORS = ("mono-depth", "mono-disparity")
 
