@@ -1,8 +1,10 @@
-"""Candidates 20i-20n: the scene check (studies/robust-prior/README.md): the vase in front of its
+"""Candidates 20i-20o: the scene check (studies/robust-prior/README.md): the vase in front of its
 wall (orthographic and perspective) and the stripes meeting their floor, each with a
-``mono-depth`` prior (seed 0), today's fuse and the candidate's in one run. 20i-20m ran at b890965, 20n at 5098b55 (PriorConfig.fuse_pieces): run it there.
+``mono-depth`` prior (seed 0), today's fuse and the candidate's in one run. 20i-20m ran at
+b890965, 20n at 5098b55 (as candidate20n/scenes.py, PriorConfig.fuse_pieces): run it there;
+20o with PriorConfig.place_fused.
 
-    PYTHONPATH=$PWD python studies/robust-prior/candidate20n/scenes.py --out studies/robust-prior/candidate20n/scenes.json
+    PYTHONPATH=$PWD python studies/robust-prior/scenes.py --out studies/robust-prior/candidate20o/scenes.json
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from fnin_cli.data import placement_scenes as ps
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
 
-CANDIDATES = {"today": dict(fuse_pieces=False), "20n": dict(fuse_pieces=True)}
+CANDIDATES = {"today": dict(place_fused=False), "20o": dict(place_fused=True)}
 
 
 def main(argv=None) -> int:
