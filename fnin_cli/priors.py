@@ -511,6 +511,7 @@ class _Kind:
     def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
         self.prior, self.config = prior, config
         self.robust = None
+        self.held = []      # the loose pieces (labels) the fuse left where the placement put them
 
     def report(self, mask: np.ndarray) -> tuple:
         """({"rejected", "sigma_estimated"} for ``--json``, warnings, the (H, W) trust image)."""
@@ -578,7 +579,7 @@ class RelativePrior(_Kind):
         fitted = replace(fitted, share=fitted.share / RELATIVE_BLOCK ** 2, block=1)
         self.robust = RobustPrior(fitted, system, self.config)
         weights = pieces.weights
-        held = hold_placed(self.robust, z, pieces, placed or {})
+        self.held = held = hold_placed(self.robust, z, pieces, placed or {})
         if held:
             weights = without_edges_of(system, pieces, held)
         objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)

@@ -40,7 +40,8 @@ class Context:
         The edge net's (2, H, W) map where the method left one (fnin's default), else None.
     prior : object or None
         The run's depth prior (a :mod:`fnin_cli.priors` kind): where there is one it places
-        the pieces, and the placements stand aside.
+        the pieces and the placement before the rounds stands aside; one fused after them
+        (relative, disparity) does not see them, and the placement after them runs.
     pins : tuple
         ``--depth-at``'s [(row, col, depth)] (checked: inside the mask, positive where
         the camera needs it).
@@ -86,8 +87,10 @@ class Placement:
     placed first, a sliver was left behind when the pieces or the rim it had been placed
     against moved.
 
-    The pieces' solve runs after fnin (its edge map) without a depth prior
-    (``RoundsConfig.contact_edges`` not None); the slivers and the rim after fnin with the
+    The pieces' solve runs after fnin (its edge map) without a depth prior, and after the
+    rounds under one fused after them (relative, disparity; ``PriorConfig.place_fused``),
+    which then holds the pieces it placed by evidence (:func:`~fnin_cli.priors.hold_placed`);
+    ``RoundsConfig.contact_edges`` not None. The slivers and the rim after fnin with the
     rounds' edge prior, a depth prior or not.
     """
 
