@@ -100,25 +100,34 @@ def test_relative_prior_is_fitted_by_an_affine_map_and_the_result_stays_relative
     assert abs(np.median(free[right]) / np.median(free[inp.mask & ~right]) - 1) > 0.05
 
 
+def _blurred_sheet(gap: float, blur: float) -> tuple:
+    """(input, relative prior, offset of a result): tests/helpers.rim_step_surface seen
+    orthographically (its right sheet ``gap`` units behind the left's bending rim), the prior
+    its depth blurred ``blur`` px and mapped by 0.7 d + 3; offset(result) is the right sheet's
+    shift against the left's."""
+    from scipy.ndimage import gaussian_filter
+
+    cam = camera("ortho")
+    surf, side = rim_step_surface(cam, gap)
+    inp = build_input(surf.normals, None, surf.support, None, pixel_size=cam.pixel_size)
+    gt, right = surf.depth, side & surf.support
+    smooth = gaussian_filter(np.where(inp.mask, gt, 0.0), blur) / gaussian_filter(inp.mask.astype(float), blur)
+    prior = DepthPrior(0.7 * smooth + 3.0, inp.mask.astype(float), 0.1, kind="relative")
+
+    def offset(res):
+        diff = res.depth - gt
+        return float(np.median(diff[right]) - np.median(diff[inp.mask & ~right]))
+
+    return inp, prior, offset
+
+
 def test_an_orthographic_relative_prior_places_a_loose_sheet():
     """Orthographic: the right sheet, cut loose at the jump beside the left's bending rim,
     sits off without a prior; a smooth relative prior (blurred, affine-mapped)
     puts it back, and the piece is listed as the prior's. Regression: the fit dropped
     every mapped depth <= 0 (orthographic depth has any offset), half the prior, and the
     sheet stayed 17 units off."""
-    from scipy.ndimage import gaussian_filter
-
-    cam = camera("ortho")
-    surf, side = rim_step_surface(cam, 40.0)
-    inp = build_input(surf.normals, None, surf.support, None, pixel_size=cam.pixel_size)
-    gt, right = surf.depth, side & surf.support
-    blur = gaussian_filter(np.where(inp.mask, gt, 0.0), 2.0) / gaussian_filter(inp.mask.astype(float), 2.0)
-    prior = DepthPrior(0.7 * blur + 3.0, inp.mask.astype(float), 0.1, kind="relative")
-
-    def offset(res):          # the right sheet's shift against the left's
-        diff = res.depth - gt
-        return float(np.median(diff[right]) - np.median(diff[inp.mask & ~right]))
-
+    inp, prior, offset = _blurred_sheet(40.0, 2.0)
     res = integrate(inp, depth_prior=prior)
     assert abs(offset(res)) < 1.5
     assert any(p["placed"] == "depth prior" and p["pixels"] > 1000 for p in res.loose_pieces)
@@ -135,19 +144,7 @@ def test_a_blurred_relative_prior_leaves_a_piece_where_the_placement_put_it():
     listed as placed by the prior where the normals put it. Before, the placement stood
     aside under any prior and the fuse carried the sheet 13 units farther off (36.9 against
     23.4 without a prior)."""
-    from scipy.ndimage import gaussian_filter
-
-    cam = camera("ortho")
-    surf, side = rim_step_surface(cam, 80.0)
-    inp = build_input(surf.normals, None, surf.support, None, pixel_size=cam.pixel_size)
-    gt, right = surf.depth, side & surf.support
-    blur = gaussian_filter(np.where(inp.mask, gt, 0.0), 8.0) / gaussian_filter(inp.mask.astype(float), 8.0)
-    prior = DepthPrior(0.7 * blur + 3.0, inp.mask.astype(float), 0.1, kind="relative")
-
-    def offset(res):
-        diff = res.depth - gt
-        return float(np.median(diff[right]) - np.median(diff[inp.mask & ~right]))
-
+    inp, prior, offset = _blurred_sheet(80.0, 8.0)
     free, res = integrate(inp), integrate(inp, depth_prior=prior)
     assert abs(offset(res)) <= abs(offset(free)) + 0.5
     assert [p["placed"][:37] for p in res.loose_pieces] == ["depth prior, where the normals put it"]
