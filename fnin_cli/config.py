@@ -133,10 +133,6 @@ class RoundsConfig:
     # occluding contour, the grazing side in front; a pair mostly bounded so is ordered so;
     # None: no order read (docs/decisions.md#placement-solve)
     occlusion_cos: float | None = 0.3
-    # before the rounds such an edge, where the grazing pixel's surface recedes towards the
-    # other (a limb against what it hides), also cuts the placement's pieces: a body Stage II
-    # joined to what lies behind it is a piece of its own (docs/decisions.md#placement-solve)
-    occluding_cuts: bool = True
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

@@ -24,7 +24,7 @@ from ..config import IntegrationConfig
 from ..errors import FninError
 from .grazing import hold_grazing
 from .pieces import Pieces, pin_pieces, reattach_slivers
-from .placement import CONNECTED, occluding_contours, place_pieces
+from .placement import CONNECTED, place_pieces
 from .system import NormalSystem, view_cosine
 
 
@@ -132,11 +132,8 @@ class Placement:
 
     def _pieces(self, z, pieces: Pieces, ctx: Context) -> tuple:
         r, c = ctx.config.rounds, pieces.config
-        # before the rounds the pieces Stage II cut all round, and cut along the occluding
-        # contours (limbs); after them the loose pieces, those held only by one-sided edges
-        # included (what the result lists): the rounds' weights have read the contours there
-        if not self.after and r.occluding_cuts and r.occlusion_cos is not None:
-            pieces = pieces.cut_also(occluding_contours(ctx.system, view_cosine(ctx.system), r.occlusion_cos))
+        # before the rounds the pieces Stage II cut all round; after them the loose pieces,
+        # those held only by one-sided edges included (what the result lists)
         labels, sizes = pieces.joined if self.after else pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
                                      r.contact_edges, r.occlusion_cos, r.touch_tol,
