@@ -320,7 +320,6 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
             # normals' evidence put them (agreeing within its noise)
             for k, how in done.placed.items():
                 placed_by[k] = f"depth prior, where the normals put it ({how})" if k in kind.held else "depth prior"
-
     z, pinned = run_steps((Pins(),), z, pieces, ctx)
     placed_by.update(pinned.placed)
     zimg = system.to_image(z)

@@ -158,7 +158,6 @@ def fine_cells(raw: np.ndarray, mask: np.ndarray, camera: Camera, max_cells: int
     (m, 3), in the order (v,u), (v,u+1), (v+1,u), (v+1,u+1); the corners' rays; (f_x, f_y)
     or None for orthographic). Only cells whose four pixels are in ``mask``, on a lattice of
     stride s, the smallest keeping at most ``max_cells``."""
-    h, w = mask.shape
     full = mask[:-1, :-1] & mask[:-1, 1:] & mask[1:, :-1] & mask[1:, 1:]
     s = max(1, int(np.ceil(np.sqrt(full.sum() / max_cells)))) if full.size else 1
     r, c = np.nonzero(full[::s, ::s])
@@ -183,7 +182,6 @@ def fine_score(corners: tuple, rays: tuple, f: tuple, max_deg: float = FINE_DEG)
     for orthographic). 0: integrable; 0.5: noise; near 1: x or y flipped. A sum, not a
     mean of per-cell ratios: the cells where the surface twists carry the signal, the many
     flat ones only noise."""
-    a, b, c_, d = corners
     cosmin = np.min(np.stack([np.sum(corners[i] * corners[j], -1) for i in range(4) for j in range(i + 1, 4)]), 0)
     ndr = [np.sum(n * r, -1) for n, r in zip(corners, rays)]
     rn = [np.linalg.norm(r, axis=-1) for r in rays]

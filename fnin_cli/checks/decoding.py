@@ -31,9 +31,9 @@ mistakes counted pick x and y within the class:
 - the class: the given decoding's, unless another class scores ``MARGIN`` lower and at
   most ``ALT_MAX``, or, where the given class scores above ``ALT_MAX`` (the blocks cannot
   tell), another class's pixel-scale score is ``FINE_MARGIN`` lower and at most
-  ``FINE_MAX`` over at least ``FINE_MIN_CELLS`` cells; when the given decoding faces away: the class integrability clearly
-  prefers, else the classes facing the camera best (``FACING_TIE``), then the fewest
-  mistakes, else refused naming the options;
+  ``FINE_MAX`` over at least ``FINE_MIN_CELLS`` cells; when the given decoding faces away:
+  the class integrability clearly prefers, else the classes facing the camera best
+  (``FACING_TIE``), then the fewest mistakes, else refused naming the options;
 - within the class: the outline when ``OUTLINE_BLOCKS`` blocks say so by ``OUTLINE_TIE``;
   else a perspective gap of ``PERSPECTIVE_GAP``; else the fewer mistakes (a named
   convention, a flipped axis or BGR count one each); a tie (a mirrored map vs a green-down
