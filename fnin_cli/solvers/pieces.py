@@ -30,7 +30,7 @@ import numpy as np
 from functools import cached_property
 
 from ..config import DEFAULT, PiecesConfig
-from .system import NormalSystem
+from .system import NormalSystem, view_cosine
 
 _P = DEFAULT.pieces
 
@@ -220,7 +220,8 @@ def weighted_median(values: np.ndarray, weight: np.ndarray) -> float:
 
 
 def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
-                     max_pixels: int = DEFAULT.rounds.reattach_pixels) -> tuple:
+                     max_pixels: int = DEFAULT.rounds.reattach_pixels,
+                     grazing_cos: float | None = DEFAULT.rounds.hold_grazing) -> tuple:
     """z with every piece of fewer than ``max_pixels`` pixels (``pieces.mutual``) that
     borders another piece shifted to where its neighbours' normals put it, and the number
     of pixels moved (by a non-zero shift). The main piece and islands without a neighbour
@@ -228,7 +229,11 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
 
     A small piece's shift is the weighted median of the shifts its outside neighbours'
     rows towards it ask for, each weighted by ``PiecesConfig.trust_floor`` plus the edge's trust
-    (:func:`_boundary_edges`). It is one of them, never the midpoint of two: a pixel on a
+    (:func:`_boundary_edges`); where the piece has rows from neighbours whose normals do not
+    graze (view cosine at least ``grazing_cos``), its shift is one of theirs, the one nearest
+    that median: a grazing neighbour's step is what a 1-degree error makes it, so its row
+    weighs in the choice but cannot place the piece where no firm row asks (a corner pixel
+    beside a rim). It is one of them, never the midpoint of two: a pixel on a
     jump, whose neighbours' normals put it on either surface, joins the side it is tied to
     most instead of the middle of the jump. Small pieces that border
     larger ones are placed first, against those alone; then those that border the pieces
@@ -257,6 +262,7 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
         return z, 0
     z = np.array(z, np.float64, copy=True)
     pin, pout, off, weight = _boundary_edges(system, labels, small, pieces.weights, pieces.config.trust_floor)
+    grazing = None if grazing_cos is None else view_cosine(system) < grazing_cos
     ok = np.isfinite(off) & np.isfinite(weight)
     pin, pout, off, weight = pin[ok], pout[ok], off[ok], weight[ok]
     lab_in = labels[pin]
@@ -271,7 +277,10 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
         use = waiting[lab_in] & placed[labels[pout]]
         if not use.any():
             use = waiting[lab_in]
-        done, shift = weighted_medians(lab_in[use], z[pout[use]] + off[use] - z[pin[use]], weight[use])
+        asked = z[pout[use]] + off[use] - z[pin[use]]
+        done, shift = weighted_medians(lab_in[use], asked, weight[use])
+        if grazing is not None:
+            shift = _firm_place(lab_in[use], asked, ~grazing[pout[use]], done, shift, n_raw)
         delta = np.zeros(n_raw)
         delta[done] = shift
         z[members] += delta[labels[members]]
@@ -279,6 +288,24 @@ def reattach_slivers(system: NormalSystem, z: np.ndarray, pieces: Pieces,
         placed[done] = True
         moved += int(sizes[done[shift != 0]].sum())
     return z, moved
+
+
+def _firm_place(lab: np.ndarray, asked: np.ndarray, firm: np.ndarray, done: np.ndarray, shift: np.ndarray,
+                n: int) -> np.ndarray:
+    """``shift`` (per label of ``done``) moved, for each label with ``firm`` rows, to the
+    firm row's ``asked`` value nearest to it (itself where it is one)."""
+    if not firm.any():
+        return shift
+    at = np.full(n, np.nan)
+    at[done] = shift
+    rows = np.flatnonzero(firm)
+    order = np.lexsort((np.abs(asked[rows] - at[lab[rows]]), lab[rows]))
+    rows = rows[order]
+    first = np.r_[True, lab[rows][1:] != lab[rows][:-1]]
+    nearest = np.full(n, np.nan)
+    nearest[lab[rows[first]]] = asked[rows[first]]
+    out = nearest[done]
+    return np.where(np.isfinite(out), out, shift)
 
 
 ISLAND = "an island of the mask: no edge joins it, only the solve's weak prior placed it"

@@ -127,7 +127,7 @@ class Placement:
         if self.after and self.holds_rim(ctx):
             z, _ = hold_grazing(ctx.system, z, pieces.weights, r.hold_grazing, c.cut_weight, c.trust_floor)
         if self.after and self.holds_slivers(ctx):
-            z, _ = reattach_slivers(ctx.system, z, pieces, max_pixels=r.reattach_pixels)
+            z, _ = reattach_slivers(ctx.system, z, pieces, max_pixels=r.reattach_pixels, grazing_cos=r.hold_grazing)
         return z, done
 
     def _pieces(self, z, pieces: Pieces, ctx: Context) -> tuple:
