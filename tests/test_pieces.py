@@ -112,6 +112,34 @@ def test_a_pixel_on_a_jump_joins_one_side_not_the_middle_of_the_jump():
     np.testing.assert_array_equal(np.delete(out, diag), np.delete(z, diag))
 
 
+def test_a_corner_sliver_is_not_put_where_only_a_grazing_neighbour_asks():
+    """Issue 51 item 4 (studies/real-maps, candidate 27): a one-pixel sliver between a flat
+    piece facing the camera and a rim whose normal grazes (2.4 degrees from edge-on); the rim
+    trusts the edge a little more than the flat side does. The rim's row puts the sliver 24
+    units off (a 1-degree error in that normal moves its step by 10), a spike far from every
+    neighbour, where the weighted median used to put it; now it goes where the firm
+    neighbour puts it. A sliver whose only neighbours graze is read by them, as before."""
+    n = 5
+    normals = np.dstack([np.zeros((1, n, 2)), -np.ones((1, n, 1))])
+    normals[0, 3:] = [0.999, 0.0, -0.0416]                   # the rim: pixels 3-4
+    normals /= np.linalg.norm(normals, axis=-1, keepdims=True)
+    s = NormalSystem(normals, np.ones((1, n), bool), Camera(None, 1.0))
+    z = np.array([0.0, 0.0, 9.0, 0.0, 0.0])                  # the sliver, pixel 2, sits off
+    wm = np.full(n, 0.5)                                      # u- of each pixel
+    wm[2], wm[3] = 0.1, 0.19                                  # 2 and 3 distrust each other ...
+    w = {"u-": wm, "u+": 1 - wm, "v-": np.full(n, 0.5), "v+": np.full(n, 0.5)}
+    w["u+"][1], w["u+"][2] = 0.0, 0.15                        # ... and 1 and 2, the rim a bit less
+    out, moved = pieces.reattach_slivers(s, z, Pieces(s, w), max_pixels=2)
+    assert moved == 1 and out[2] == pytest.approx(0.0, abs=1e-12)
+    before, _ = pieces.reattach_slivers(s, z, Pieces(s, w), max_pixels=2, grazing_cos=None)
+    assert abs(before[2]) > 20.0                              # the row of the grazing rim alone
+    rim_only = normals.copy()
+    rim_only[0, :2] = rim_only[0, 3]                          # every neighbour grazes: read by them
+    g = NormalSystem(rim_only, np.ones((1, n), bool), Camera(None, 1.0))
+    out, _ = pieces.reattach_slivers(g, z, Pieces(g, w), max_pixels=2)
+    assert abs(out[2]) > 20.0
+
+
 def test_a_piece_bordering_only_a_loose_piece_is_placed_after_it():
     """A ramp of slope 0.5 along 8 pixels, pixels 5 and 6 each a piece of their own,
     7 units off: pixel 6 borders only pixel 5 (the row ends at 7, which is cut too). It
