@@ -113,7 +113,9 @@ class RoundsConfig:
     # after them and the pieces' places, a rim pixel whose normal is within this cosine of
     # edge-on (84 degrees from its ray) and that no other normal vouches for is held where its
     # neighbours' normals put it: a grazing normal says nothing of the step across it (a
-    # 1-degree error moves tan by 1/cos^2 = 100x that); None: off (docs/decisions.md#hold-grazing)
+    # 1-degree error moves tan by 1/cos^2 = 100x that); None: off (docs/decisions.md#hold-grazing);
+    # the slivers read it too: one with a firmer neighbour goes where one of those puts it
+    # (docs/decisions.md#sliver-reattach)
     hold_grazing: float | None = 0.1
     # a steep fold (both normals of an edge within this cosine of grazing) loses the edge
     # prior in the rounds, and fold_join logits pull it joined: chins and spines stay
