@@ -314,12 +314,12 @@ def finish(inp: Input, run: MethodRun, rounds: RoundsResult | None = None, mean_
         discontinuity = weights_to_discontinuity(weights, system.n)
     kind, fitted = run.prior, None
     if kind is not None:
-        z, fitted = kind.fuse(run, z, pieces, done.placed if done is not None else {})
+        z, fitted, held = kind.fuse(run, z, pieces, done.placed if done is not None else {})
         if done is not None:
             # a fused prior places the pieces the placement moved, but those it left where the
             # normals' evidence put them (agreeing within its noise)
             for k, how in done.placed.items():
-                placed_by[k] = f"depth prior, where the normals put it ({how})" if k in kind.held else "depth prior"
+                placed_by[k] = f"depth prior, where the normals put it ({how})" if k in held else "depth prior"
     z, pinned = run_steps((Pins(),), z, pieces, ctx)
     placed_by.update(pinned.placed)
     zimg = system.to_image(z)

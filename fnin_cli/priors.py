@@ -30,6 +30,7 @@ from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedWeights, anchored
 from .solvers.pieces import components
+from .solvers.placement import BEHIND, CONTACT
 from .solvers.system import DataTerm, view_cosine
 
 
@@ -511,7 +512,6 @@ class _Kind:
     def __init__(self, prior: DepthPrior, config: IntegrationConfig = DEFAULT):
         self.prior, self.config = prior, config
         self.robust = None
-        self.held = []      # the loose pieces (labels) the fuse left where the placement put them
 
     def report(self, mask: np.ndarray) -> tuple:
         """({"rejected", "sigma_estimated"} for ``--json``, warnings, the (H, W) trust image)."""
@@ -535,8 +535,9 @@ class AbsolutePrior(_Kind):
         return self.robust
 
     def fuse(self, run, z: np.ndarray, pieces, placed: dict | None = None) -> tuple:
-        """z as it is, and the prior with the sigma the run used (estimated where not given)."""
-        return z, replace(self.prior, sigma=self.robust.sigma)
+        """z as it is, the prior with the sigma the run used (estimated where not given), and
+        no piece held (the placement does not run under an absolute prior)."""
+        return z, replace(self.prior, sigma=self.robust.sigma), []
 
     def to_depth(self, zimg: np.ndarray, camera, mask: np.ndarray, mean_depth=None, pin=None) -> tuple:
         """(depth, note): in the prior's units, unless a pin fixes the scale or offset."""
@@ -564,7 +565,8 @@ class RelativePrior(_Kind):
         return fit_relative(self.prior, depth, main, perspective)[0]
 
     def fuse(self, run, z: np.ndarray, pieces, placed: dict | None = None) -> tuple:
-        """(z, fitted prior): the prior fitted to the result z on the result's main piece
+        """(z, fitted prior, the pieces held where ``placed`` put them (:func:`hold_placed`)):
+        the prior fitted to the result z on the result's main piece
         (mutual cuts: whose shape and placement the normals fix, :meth:`fit`), each pixel counting 1/RELATIVE_BLOCK^2 of a
         measurement (a network's neighbouring values are not independent), then minimised
         with the result's weights (fixed), the anchor lam towards z and the fitted prior's
@@ -579,7 +581,7 @@ class RelativePrior(_Kind):
         fitted = replace(fitted, share=fitted.share / RELATIVE_BLOCK ** 2, block=1)
         self.robust = RobustPrior(fitted, system, self.config)
         weights = pieces.weights
-        self.held = held = hold_placed(self.robust, z, pieces, placed or {})
+        held = hold_placed(self.robust, z, pieces, placed or {})
         if held:
             weights = without_edges_of(system, pieces, held)
         objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)
@@ -587,7 +589,7 @@ class RelativePrior(_Kind):
         z = minimise(objective, z, InnerSolve(run.args.backend.linear, run.config.one_shot.solve_rtol,
                                               run.config.solver.maxiter, run.hierarchy), max_iter=c.iterations,
                      tol=c.tol).z
-        return z, replace(fitted, share=fitted.share * RELATIVE_BLOCK ** 2)
+        return z, replace(fitted, share=fitted.share * RELATIVE_BLOCK ** 2), held
 
     def to_depth(self, zimg: np.ndarray, camera, mask: np.ndarray, mean_depth=None, pin=None) -> tuple:
         return fix_scale(zimg, camera, mask, mean_depth, pin)
@@ -631,8 +633,6 @@ def hold_placed(term: RobustPrior, z: np.ndarray, pieces, placed: dict) -> list:
     >>> float(np.abs(term.target).max())
     0.0
     """
-    from .solvers.placement import BEHIND, CONTACT
-
     labels, sizes = pieces.joined
     wanted = [k for k, how in placed.items() if how in (BEHIND, CONTACT) and k != 0
               and sizes[k] >= pieces.config.min_pixels]

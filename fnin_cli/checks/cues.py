@@ -114,6 +114,26 @@ def cell_weights(vec: np.ndarray, grid: Grid) -> np.ndarray:
     return kappa
 
 
+def curl_and_sym(n: list, r: list, fx: float, fy: float, perspective: bool) -> tuple:
+    """(c, s) per 2x2 cell from its corners' unit normals ``n`` and rays ``r`` (lists of
+    four (m, 3) arrays: (v,u), (v,u+1), (v+1,u), (v+1,u+1)): c = dp/dv - dq/du, the curl,
+    and s = dp/dv + dq/du, with (p, q) the unknown's gradients (orthographic -n_x/n_z,
+    perspective the log-depth ones). Under perspective s is taken less the mixed derivative
+    every plane has in log depth, 2 n_x n_y / (f_x f_y (n.r)^2): left in, it makes decodings
+    that tilt flat cells look more integrable."""
+    ndr = [np.sum(a * b, -1) for a, b in zip(n, r)]
+    p = [-a[:, 0] / (fx * x) for a, x in zip(n, ndr)]
+    q = [-a[:, 1] / (fy * x) for a, x in zip(n, ndr)]
+    pv = 0.5 * (p[2] + p[3] - p[0] - p[1])
+    qu = 0.5 * (q[1] + q[3] - q[0] - q[2])
+    s = pv + qu
+    if perspective:
+        nm = 0.25 * (n[0] + n[1] + n[2] + n[3])
+        rm = 0.25 * (r[0] + r[1] + r[2] + r[3])
+        s = s - 2.0 * nm[:, 0] * nm[:, 1] / (fx * fy * np.sum(nm * rm, -1) ** 2)
+    return pv - qu, s
+
+
 def grid_score(vec: np.ndarray, grid: Grid, weights: np.ndarray | None = None) -> tuple[float, int, float]:
     """(integrability score, cells, facing-away fraction) of coarse vectors (N, 3); facing
     away: n . r > 0.05 |r| (the ray r of the block's centre). ``weights``: per cell of
@@ -126,25 +146,13 @@ def grid_score(vec: np.ndarray, grid: Grid, weights: np.ndarray | None = None) -
     ndr = np.sum(n * grid.r, axis=-1)
     facing = float(np.mean(ndr[ok] > 0.05 * grid.rnorm[ok])) if ok.any() else 0.0
     good = ok & (np.abs(ndr) >= GRAZING * grid.rnorm)
-    ndr = np.where(good, ndr, 1.0)
-    p = -n[:, 0] / (grid.fx * ndr)
-    q = -n[:, 1] / (grid.fy * ndr)
-    a, b, c_, d = grid.corners
-    cell = good[a] & good[b] & good[c_] & good[d]
+    cell = good[grid.corners[0]] & good[grid.corners[1]] & good[grid.corners[2]] & good[grid.corners[3]]
     ncell = int(cell.sum())
     if ncell == 0:
         return float("nan"), 0, facing
-    a, b, c_, d, wgt = a[cell], b[cell], c_[cell], d[cell], weights[cell]
-    pv = 0.5 * (p[c_] + p[d] - p[a] - p[b])
-    qu = 0.5 * (q[b] + q[d] - q[a] - q[c_])
-    c = np.abs(pv - qu)
-    s = pv + qu
-    if grid.perspective:
-        # the mixed derivative every plane has in log-depth, 2 n_x n_y / (f_x f_y (n.r)^2):
-        # left in, it makes decodings that tilt flat cells look more integrable
-        nm = 0.25 * (n[a] + n[b] + n[c_] + n[d])
-        rm = 0.25 * (grid.r[a] + grid.r[b] + grid.r[c_] + grid.r[d])
-        s = s - 2.0 * nm[:, 0] * nm[:, 1] / (grid.fx * grid.fy * np.sum(nm * rm, -1) ** 2)
+    at = [x[cell] for x in grid.corners]
+    c, s = curl_and_sym([n[x] for x in at], [grid.r[x] for x in at], grid.fx, grid.fy, grid.perspective)
+    c, wgt = np.abs(c), weights[cell]
     m = c + np.abs(s)
     keep = (m > 0) & (wgt > 0)
     if not keep.any():
@@ -178,7 +186,7 @@ def fine_score(corners: tuple, rays: tuple, f: tuple, max_deg: float = FINE_DEG)
     whose four unit normals (``corners``: (v,u), (v,u+1), (v+1,u), (v+1,u+1), each (m, 3))
     lie within ``max_deg`` of each other and do not graze (so that no jump and no edge-on
     pixel is inside), the energy share of the curl, sum c^2 / (sum c^2 + sum s^2), with c
-    and s as in :func:`grid_score` (``rays``: each corner's ray, ``f``: (f_x, f_y), None
+    and s of :func:`curl_and_sym` (``rays``: each corner's ray, ``f``: (f_x, f_y), None
     for orthographic). 0: integrable; 0.5: noise; near 1: x or y flipped. A sum, not a
     mean of per-cell ratios: the cells where the surface twists carry the signal, the many
     flat ones only noise."""
@@ -192,15 +200,7 @@ def fine_score(corners: tuple, rays: tuple, f: tuple, max_deg: float = FINE_DEG)
     if m == 0:
         return float("nan"), 0
     fx, fy = f if f is not None else (1.0, 1.0)
-    p = [-n[ok, 0] / (fx * x[ok]) for n, x in zip(corners, ndr)]
-    q = [-n[ok, 1] / (fy * x[ok]) for n, x in zip(corners, ndr)]
-    pv = 0.5 * (p[2] + p[3] - p[0] - p[1])
-    qu = 0.5 * (q[1] + q[3] - q[0] - q[2])
-    curl, sym = pv - qu, pv + qu
-    if f is not None:   # the mixed derivative every plane has in log depth (grid_score)
-        nm = 0.25 * sum(n[ok] for n in corners)
-        rm = 0.25 * sum(r[ok] for r in rays)
-        sym = sym - 2.0 * nm[:, 0] * nm[:, 1] / (fx * fy * np.sum(nm * rm, -1) ** 2)
+    curl, sym = curl_and_sym([n[ok] for n in corners], [r[ok] for r in rays], fx, fy, f is not None)
     cc, ss = float(np.sum(curl * curl)), float(np.sum(sym * sym))
     return (cc / (cc + ss) if cc + ss > 0 else 0.5), m
 

@@ -331,7 +331,11 @@ def view_cosine(system: NormalSystem) -> np.ndarray:
     cam = system.camera
     if cam.K is None:
         return np.abs(system.a_u) * cam.pixel_size
-    v, u = np.nonzero(system.mask)
     K = cam.K
-    r2 = ((u - K[0, 2]) / K[0, 0]) ** 2 + ((v - K[1, 2]) / K[1, 1]) ** 2 + 1.0
+    h, w = system.mask.shape
+    # |r|^2 from a row and a column broadcast over the image, then masked: no pixel
+    # coordinates (np.nonzero of a 24 MP mask is 2 s of this function's 2.1)
+    ru = ((np.arange(w) - K[0, 2]) / K[0, 0]) ** 2
+    rv = ((np.arange(h) - K[1, 2]) / K[1, 1]) ** 2
+    r2 = (ru[None, :] + rv[:, None] + 1.0)[system.mask]
     return np.abs(system.a_u) / K[0, 0] / np.sqrt(r2)
