@@ -27,12 +27,12 @@ from fnin_cli.resources import limit_threads
 
 # PriorConfig fields per candidate. 20b-20h ran at ab21146, 20i-20m at b890965, 20n at 5098b55
 # (their fields are gone; the records name them); "today": the fuse before candidate 20o,
-# "20o": the placement after the rounds under a fused prior, its evidence held (place_fused),
-# "20p": 20o, and a piece behind its occluder left to a prior that widens its jump (free_widened)
+# "20o": the placement after the rounds under a fused prior, its evidence held (place_fused).
+# 20p ran with candidate20p/candidate20p.patch applied, as "20o" (free_widened=False added to
+# it) against "20p" (free_widened=True); the field went with the patch
 CANDIDATES = {
-    "today": dict(place_fused=False, free_widened=False),
-    "20o": dict(place_fused=True, free_widened=False),
-    "20p": dict(place_fused=True, free_widened=True),
+    "today": dict(place_fused=False),
+    "20o": dict(place_fused=True),
 }
 PRIORS = ("mono-depth", "mono-disparity")
 
