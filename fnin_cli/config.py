@@ -173,6 +173,10 @@ class PriorConfig:
     # rounds runs as without one, and the fuse holds the pieces it placed by the normals'
     # evidence within the prior's noise (studies/robust-prior, candidate 20o)
     place_fused: bool = True
+    # and a piece placed behind its occluder that the prior puts farther still, the way its
+    # contour allows (a blur shrinks jumps, never widens them), is left to the prior where the
+    # prior resolves it, read beyond twice its blur (docs/decisions.md#robust-prior)
+    free_widened: bool = True
     # the term's robust loss where the prior's sigma is given: "cauchy", "huber", "tukey", or
     # None (a plain quadratic: a wrong patch pulls the whole surface), at this scale in sigmas
     # (the textbook constants of 95% efficiency: cauchy 2.385, huber 1.345, tukey 4.685); a

@@ -291,11 +291,8 @@ def _read_points(path: Path, shape):
 # ------------------------------------------------------------------ relative priors
 
 def robust_affine(p: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int = 10) -> tuple:
-    """(a, b, spread): the affine map d ~ a p + b fitted by iteratively reweighted least
-    squares with Cauchy's weight at 2.385 times the residuals' robust spread (1.4826 x their
-    median absolute value), each point also weighted by ``w``: a blurred edge or a warped
-    corner of a monocular network's depth does not pull the map. ``spread``: that of the
-    final residuals.
+    """(a, b, spread): the affine map d ~ a p + b fitted by :func:`robust_lstsq`: a blurred
+    edge or a warped corner of a monocular network's depth does not pull the map.
 
     Examples
     --------
@@ -304,18 +301,32 @@ def robust_affine(p: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int =
     >>> round(a, 3), round(b, 3)
     (2.0, 1.0)
     """
+    (a, b), spread = robust_lstsq(np.stack([p, np.ones(p.size)], 1), d, w, iterations)
+    return float(a), float(b), spread
+
+
+def robust_lstsq(A: np.ndarray, d: np.ndarray, w: np.ndarray, iterations: int = 10) -> tuple:
+    """(x, spread): d ~ A x by iteratively reweighted least squares with Cauchy's weight at
+    2.385 times the residuals' robust spread (1.4826 x their median absolute value), each
+    row also weighted by ``w``. ``spread``: that of the final residuals.
+
+    Examples
+    --------
+    >>> A = np.stack([np.arange(10.0), np.ones(10)], 1); d = A @ [2.0, 1.0]; d[9] = 100.0
+    >>> [round(float(v), 3) for v in robust_lstsq(A, d, np.ones(10))[0]]
+    [2.0, 1.0]
+    """
     weight = w.astype(np.float64)
-    a, b = 1.0, 0.0
+    x = np.zeros(A.shape[1])
     for _ in range(iterations):
         sw = np.sqrt(weight)
-        (a, b), *_ = np.linalg.lstsq(np.stack([p, np.ones(p.size)], 1) * sw[:, None], d * sw, rcond=None)
-        r = d - (a * p + b)
+        x, *_ = np.linalg.lstsq(A * sw[:, None], d * sw, rcond=None)
+        r = d - A @ x
         spread = 1.4826 * float(np.median(np.abs(r)))
         if spread <= 0:
             break
         weight = w / (1.0 + (r / (2.385 * spread)) ** 2)
-    r = d - (a * p + b)
-    return float(a), float(b), 1.4826 * float(np.median(np.abs(r)))
+    return x, 1.4826 * float(np.median(np.abs(d - A @ x)))
 
 
 def _fit_points(prior: DepthPrior, depth: np.ndarray, mask: np.ndarray, what: str) -> np.ndarray:

@@ -25,12 +25,13 @@ from dataclasses import replace
 import numpy as np
 
 from .config import DEFAULT, IntegrationConfig
-from .prior import OUTLIER_SIGMAS, PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity, fit_relative
+from .blur import blur_scale
+from .fuse_pieces import hold_placed, without_edges_of
+from .prior import PRIOR_NORMAL_NOISE, RELATIVE_BLOCK, DepthPrior, fit_disparity, fit_relative
 from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedWeights, anchored
 from .solvers.pieces import components
-from .solvers.placement import BEHIND, CONTACT
 from .solvers.system import DataTerm, view_cosine
 
 
@@ -581,14 +582,18 @@ class RelativePrior(_Kind):
         fitted = replace(fitted, share=fitted.share / RELATIVE_BLOCK ** 2, block=1)
         self.robust = RobustPrior(fitted, system, self.config)
         weights = pieces.weights
-        held = hold_placed(self.robust, z, pieces, placed or {})
-        if held:
-            weights = without_edges_of(system, pieces, held)
+        c = self.config
+        groups = system.to_image(pieces.joined[0].astype(np.float64), fill=-1.0).astype(np.int64)
+        held, freed = hold_placed(self.robust, z, pieces, placed or {},
+                                  c.rounds.occlusion_cos if c.prior.free_widened else None,
+                                  lambda: blur_scale(fitted.depth, np.exp(zimg) if camera.perspective else zimg,
+                                                     groups))
+        if held or freed:
+            weights = without_edges_of(system, pieces, held + freed)
         objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)
-        c = self.config.prior
         z = minimise(objective, z, InnerSolve(run.args.backend.linear, run.config.one_shot.solve_rtol,
-                                              run.config.solver.maxiter, run.hierarchy), max_iter=c.iterations,
-                     tol=c.tol).z
+                                              run.config.solver.maxiter, run.hierarchy),
+                     max_iter=c.prior.iterations, tol=c.prior.tol).z
         return z, replace(fitted, share=fitted.share * RELATIVE_BLOCK ** 2), held
 
     def to_depth(self, zimg: np.ndarray, camera, mask: np.ndarray, mean_depth=None, pin=None) -> tuple:
@@ -603,72 +608,6 @@ class RelativePrior(_Kind):
         else:
             fitted = replace(fitted, depth=fitted.depth + float((depth - zimg)[inp.mask].mean()))
         return fitted, "; " + self.what
-
-
-def hold_placed(term: RobustPrior, z: np.ndarray, pieces, placed: dict) -> list:
-    """The loose pieces (``pieces.joined`` labels) that ``placed`` says the placement put by
-    the normals' evidence (an occluding contour's order or a contact) and on which the
-    prior's word, its mean residual less the main piece's, lies within OUTLIER_SIGMAS of its
-    sigma times max(1, sqrt(RELATIVE_BLOCK^2 / the piece's prior pixels)) (one measurement
-    per RELATIVE_BLOCK^2 pixels): ``term``'s target is shifted on each by that mean, so
-    that the prior shapes the piece without moving it.
-
-    Examples
-    --------
-    Two pieces of a flat 4x4 map cut apart between columns 1 and 2, the right one placed
-    behind its occluder; the prior puts it 0.5 sigma higher than the result does:
-
-    >>> from fnin_cli.camera import Camera
-    >>> from fnin_cli.solvers.pieces import Pieces
-    >>> from fnin_cli.solvers.placement import BEHIND
-    >>> from fnin_cli.solvers.system import NormalSystem
-    >>> flat = np.dstack([np.zeros((4, 4, 2)), -np.ones((4, 4, 1))])
-    >>> s = NormalSystem(flat, np.ones((4, 4), bool), Camera(None, 1.0))
-    >>> w = {d: np.ones(16) for d in ("u+", "u-", "v+", "v-")}
-    >>> w["u+"][s.index[:, 1]] = 0.0; w["u-"][s.index[:, 2]] = 0.0
-    >>> depth = np.zeros((4, 4)); depth[:, 2:] = 0.05
-    >>> term = RobustPrior(DepthPrior(depth, np.ones((4, 4)), 0.1), s)
-    >>> hold_placed(term, np.zeros(16), Pieces(s, w, replace(DEFAULT.pieces, min_pixels=4)), {1: BEHIND})
-    [1]
-    >>> float(np.abs(term.target).max())
-    0.0
-    """
-    labels, sizes = pieces.joined
-    wanted = [k for k, how in placed.items() if how in (BEHIND, CONTACT) and k != 0
-              and sizes[k] >= pieces.config.min_pixels]
-    has = term.has
-    lab = labels[has]
-    on_main = lab == 0
-    if not wanted or not on_main.any():
-        return []
-    r = (term.target[has] - z[has]) * term.inv_sigma           # in the prior's sigmas
-    main = float(np.mean(r[on_main]))
-    target = term.target.copy()
-    held = []
-    for k in wanted:
-        on = lab == k
-        if not on.any():
-            continue
-        d = float(np.mean(r[on])) - main
-        if abs(d) <= OUTLIER_SIGMAS * max(1.0, np.sqrt(RELATIVE_BLOCK ** 2 / on.sum())):
-            target[has[on]] -= d / term.inv_sigma[on]
-            held.append(int(k))
-    term.target = target
-    return held
-
-
-def without_edges_of(system, pieces, held: list) -> dict:
-    """``pieces.weights`` with every edge between one of the ``held`` pieces
-    (``pieces.joined`` labels) and another piece at weight 0: what placed a piece is not
-    undone by the weak one-sided weights its cut left."""
-    labels = pieces.joined[0]
-    mine = np.isin(labels, np.asarray(held, dtype=labels.dtype))
-    weights = {k: v.copy() for k, v in pieces.weights.items()}
-    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
-        across = (labels[p] != labels[q]) & (mine[p] | mine[q])
-        weights[axis + "+"][p[across]] = 0.0
-        weights[axis + "-"][q[across]] = 0.0
-    return weights
 
 
 class DisparityPrior(RelativePrior):

@@ -150,6 +150,74 @@ def test_a_blurred_relative_prior_leaves_a_piece_where_the_placement_put_it():
     assert [p["placed"][:37] for p in res.loose_pieces] == ["depth prior, where the normals put it"]
 
 
+def test_a_relative_prior_that_widens_a_jump_behind_an_occluder_places_the_sheet():
+    """Candidate 20p (studies/robust-prior): a relative prior blurred 4 px over a jump of 80
+    units puts the right sheet farther behind the left's rim than the least shift the
+    occluding contour allows (where the placement put it, 23.4 units short), beyond its
+    noise: the contour bounds the jump one way only, so the prior places the sheet. Before,
+    the weak one-sided weights of the sheet's cut edges held it 3.7 units short."""
+    inp, prior, offset = _blurred_sheet(80.0, 4.0)
+    assert abs(offset(integrate(inp, depth_prior=prior))) < 1.0
+
+
+def _contour_pair(word: float):
+    """A 4x6 map cut between columns 2 and 3 whose column 2 grazes (the left piece's rim, in
+    front), the right piece placed behind it; a prior term whose word on the right piece is
+    ``word`` sigmas (farther where positive)."""
+    from dataclasses import replace as _replace
+    from fnin_cli.priors import RobustPrior
+    from fnin_cli.solvers.pieces import Pieces
+    from fnin_cli.solvers.system import NormalSystem
+
+    n = np.dstack([np.zeros((4, 6, 2)), -np.ones((4, 6, 1))])
+    n[:, 2] = [0.999, 0.0, -0.045]
+    s = NormalSystem(n / np.linalg.norm(n, axis=2, keepdims=True), np.ones((4, 6), bool), Camera(None, 1.0))
+    w = {d: np.ones(24) for d in ("u+", "u-", "v+", "v-")}
+    w["u+"][s.index[:, 2]] = 0.0
+    w["u-"][s.index[:, 3]] = 0.0
+    depth = np.zeros((4, 6))
+    depth[:, 3:] = word * 0.1
+    term = RobustPrior(DepthPrior(depth, np.ones((4, 6)), 0.1), s)
+    return s, term, Pieces(s, w, _replace(DEFAULT.pieces, min_pixels=4))
+
+
+def test_a_piece_behind_its_occluder_is_left_to_a_prior_only_the_way_its_contour_allows():
+    from fnin_cli.fuse_pieces import contour_sides, hold_placed
+    from fnin_cli.solvers.placement import BEHIND, CONTACT
+
+    s, term, pieces = _contour_pair(10.0)
+    assert contour_sides(s, pieces.joined[0], 0.3).tolist() == [-1, 1]     # left occludes, right is behind
+    assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}, 0.3) == ([], [1])
+    assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}) == ([], [])            # the check off
+    assert hold_placed(term, np.zeros(24), pieces, {1: CONTACT}, 0.3) == ([], [])      # a contact is not freed
+    s, term, pieces = _contour_pair(-10.0)                                             # nearer: against the order
+    assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}, 0.3) == ([], [])
+
+
+def test_a_piece_is_left_to_a_prior_only_where_the_prior_resolves_it():
+    """Candidate 20q: a prior blurred by s px says nothing of its own on a piece with no
+    pixel farther than 2 s from the others (the right piece's columns lie 1-3 px from its
+    occluder): it is not freed; sharp, it is. The blur is measured only where needed."""
+    from fnin_cli.fuse_pieces import hold_placed
+    from fnin_cli.solvers.placement import BEHIND
+
+    calls = []
+
+    def blur(s):
+        return lambda: calls.append(s) or s
+
+    _, term, pieces = _contour_pair(20.0)
+    assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}, 0.3, blur(0.0)) == ([], [1])
+    # 1 px: its core is column 5 alone (4 pixels, 3 px off), its bound 3 sqrt(64 / 4) = 12 sigma
+    assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}, 0.3, blur(1.0)) == ([], [1])
+    _, term, pieces = _contour_pair(10.0)
+    assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}, 0.3, blur(1.0)) == ([], [])
+    assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}, 0.3, blur(2.0)) == ([], [])     # no core
+    _, term, pieces = _contour_pair(1.0)                                     # within its noise: held
+    assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}, 0.3, blur(9.0)) == ([1], [])
+    assert calls == [0.0, 1.0, 1.0, 2.0]
+
+
 def test_an_orthographic_relative_fit_keeps_depths_at_or_below_zero():
     prior = DepthPrior(np.array([[1.0, 2.0, 3.0, 4.0]]), np.ones((1, 4)), 0.1, kind="relative")
     depth = np.array([[-1.0, 0.0, 1.0, 2.0]])

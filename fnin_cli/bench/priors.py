@@ -35,6 +35,7 @@ import numpy as np
 
 from dataclasses import replace
 
+from ..blur import masked_blur
 from ..prior import DepthPrior, default_sigma
 from ..solvers.system import view_cosine
 from ..solvers.system import NormalSystem
@@ -113,13 +114,7 @@ def _dense(gt, inp, mask, rng, median, span, persp) -> DepthPrior:
 
 
 def _relative(gt, mask, rng, median) -> DepthPrior:
-    from scipy.ndimage import gaussian_filter
-
-    s = max(gt.shape) / 20.0
-    filled = gaussian_filter(np.where(mask, gt, 0.0), s, mode="nearest")
-    weight = gaussian_filter(mask.astype(float), s, mode="nearest")
-    smooth = np.full(gt.shape, np.nan)
-    np.divide(filled, weight, out=smooth, where=mask & (weight > 1e-6))
+    smooth = masked_blur(gt, mask, max(gt.shape) / 20.0)
     a = float(np.exp(rng.uniform(np.log(0.5), np.log(2.0))))
     b = float(rng.uniform(-0.3, 0.3)) * median
     depth = a * smooth + b
@@ -146,16 +141,6 @@ def _patches(gt, mask, rng, median, span, persp) -> DepthPrior:
                       meta={"wrong": wrong})
 
 
-def _masked_blur(values, mask, s):
-    from scipy.ndimage import gaussian_filter
-
-    filled = gaussian_filter(np.where(mask, values, 0.0), s, mode="nearest")
-    weight = gaussian_filter(mask.astype(float), s, mode="nearest")
-    out = np.full(values.shape, np.nan)
-    np.divide(filled, weight, out=out, where=mask & (weight > 1e-6))
-    return out
-
-
 def _mono(gt, mask, rng, median, span, disparity: bool) -> DepthPrior:
     h, w = gt.shape
     yy, xx = np.mgrid[:h, :w] / max(h, w)
@@ -164,7 +149,7 @@ def _mono(gt, mask, rng, median, span, disparity: bool) -> DepthPrior:
         f, angle, phase = rng.uniform(1.0, 2.0), rng.uniform(0, np.pi), rng.uniform(0, 2 * np.pi)
         warp += np.cos(2 * np.pi * f * (xx * np.cos(angle) + yy * np.sin(angle)) + phase)
     warp *= MONO_WARP * span / max(float(np.max(np.abs(warp[mask]))), 1e-12)
-    z = _masked_blur(gt + warp, mask, MONO_BLUR)
+    z = masked_blur(gt + warp, mask, MONO_BLUR)
     if disparity:
         a = median * float(np.exp(rng.uniform(np.log(0.5), np.log(2.0))))   # a / z about 0.5..2
         b = float(rng.uniform(-0.2, 0.5))

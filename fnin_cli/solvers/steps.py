@@ -89,7 +89,7 @@ class Placement:
 
     The pieces' solve runs after fnin (its edge map) without a depth prior, and after the
     rounds under one fused after them (relative, disparity; ``PriorConfig.place_fused``),
-    which then holds the pieces it placed by evidence (:func:`~fnin_cli.priors.hold_placed`);
+    which then holds the pieces it placed by evidence (:func:`~fnin_cli.fuse_pieces.hold_placed`);
     ``RoundsConfig.contact_edges`` not None. The slivers and the rim after fnin with the
     rounds' edge prior, a depth prior or not.
     """

@@ -31,8 +31,9 @@ from fnin_cli.resources import limit_threads
 # 20p ran with candidate20p/candidate20p.patch applied, as "20o" (free_widened=False added to
 # it) against "20p" (free_widened=True); the field went with the patch
 CANDIDATES = {
-    "today": dict(place_fused=False),
-    "20o": dict(place_fused=True),
+    "today": dict(place_fused=False, free_widened=False),
+    "20o": dict(place_fused=True, free_widened=False),
+    "20q": dict(place_fused=True, free_widened=True),    # candidate 20q: 20p's freeing, resolved
 }
 PRIORS = ("mono-depth", "mono-disparity")
 

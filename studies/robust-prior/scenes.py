@@ -2,7 +2,7 @@
 wall (orthographic and perspective) and the stripes meeting their floor, each with a
 ``mono-depth`` prior (seed 0), today's fuse and the candidate's in one run. 20i-20m ran at
 b890965, 20n at 5098b55 (as candidate20n/scenes.py, PriorConfig.fuse_pieces): run it there;
-20o with PriorConfig.place_fused.
+20o with PriorConfig.place_fused, 20q with PriorConfig.free_widened.
 
     PYTHONPATH=$PWD python studies/robust-prior/scenes.py --out studies/robust-prior/candidate20o/scenes.json
 """
@@ -22,7 +22,8 @@ from fnin_cli.data import placement_scenes as ps
 from fnin_cli.pipeline import build_input, integrate
 from fnin_cli.resources import limit_threads
 
-CANDIDATES = {"today": dict(place_fused=False), "20o": dict(place_fused=True)}
+CANDIDATES = {"today": dict(place_fused=False, free_widened=False), "20o": dict(place_fused=True, free_widened=False),
+              "20q": dict(place_fused=True, free_widened=True)}
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,149 @@
+"""What the relative fuse does with the placement's pieces.
+
+A relative or disparity prior is fused after the rounds and the placement after them
+(:mod:`fnin_cli.priors`). A loose piece the placement put by the normals' evidence (behind
+an occluding contour, or in contact) is held there where the prior's word on it lies
+within its noise (:func:`hold_placed`); one behind its occluder that the prior puts
+farther still, the way its contour allows, is left to the prior where the prior resolves
+it (its blur, :mod:`fnin_cli.blur`); the edges that placed either leave the fuse's normals
+term (:func:`without_edges_of`). docs/decisions.md#robust-prior.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .prior import OUTLIER_SIGMAS, RELATIVE_BLOCK
+from .solvers.placement import BEHIND, CONTACT
+from .solvers.system import view_cosine
+
+
+def hold_placed(term, z: np.ndarray, pieces, placed: dict,
+                occlusion_cos: float | None = None, blur=None) -> tuple:
+    """(held, freed): two lists of the loose pieces (``pieces.joined`` labels) that
+    ``placed`` says the placement put by the normals' evidence (an occluding contour's
+    order or a contact). Held: those on which the prior's word, its mean residual less the
+    main piece's, lies within OUTLIER_SIGMAS of its sigma times max(1, sqrt(RELATIVE_BLOCK^2
+    / the piece's prior pixels)) (one measurement per RELATIVE_BLOCK^2 pixels): ``term``'s
+    target is shifted on each by that mean, so that the prior shapes the piece without
+    moving it.
+
+    With ``occlusion_cos``, a piece placed behind its occluder (BEHIND) whose word lies
+    beyond that bound in the direction its occluding contours allow (:func:`contour_sides`)
+    is freed: an occluding contour bounds a jump one way only and a blurred prior shrinks a
+    jump, never widens it, so the prior places it (its target is not shifted). ``blur``
+    (called once, where some piece is to be freed): the prior's blur s in px
+    (:func:`~fnin_cli.blur.blur_scale`); a piece is then freed only where the prior
+    resolves it: its word read on its pixels farther than 2 s from every other piece's (a
+    Gaussian mixes in under 3% of the other side there) passes the same test with one
+    measurement per max(RELATIVE_BLOCK^2, 4 pi s^2) pixels (the blur's area); a piece with
+    no such pixel is fused as the others.
+
+    Examples
+    --------
+    Two pieces of a flat 4x4 map cut apart between columns 1 and 2, the right one placed
+    behind its occluder; the prior puts it 0.5 sigma higher than the result does:
+
+    >>> from dataclasses import replace
+    >>> from fnin_cli.camera import Camera
+    >>> from fnin_cli.config import DEFAULT
+    >>> from fnin_cli.prior import DepthPrior
+    >>> from fnin_cli.priors import RobustPrior
+    >>> from fnin_cli.solvers.pieces import Pieces
+    >>> from fnin_cli.solvers.placement import BEHIND
+    >>> from fnin_cli.solvers.system import NormalSystem
+    >>> flat = np.dstack([np.zeros((4, 4, 2)), -np.ones((4, 4, 1))])
+    >>> s = NormalSystem(flat, np.ones((4, 4), bool), Camera(None, 1.0))
+    >>> w = {d: np.ones(16) for d in ("u+", "u-", "v+", "v-")}
+    >>> w["u+"][s.index[:, 1]] = 0.0; w["u-"][s.index[:, 2]] = 0.0
+    >>> depth = np.zeros((4, 4)); depth[:, 2:] = 0.05
+    >>> term = RobustPrior(DepthPrior(depth, np.ones((4, 4)), 0.1), s)
+    >>> hold_placed(term, np.zeros(16), Pieces(s, w, replace(DEFAULT.pieces, min_pixels=4)), {1: BEHIND})
+    ([1], [])
+    >>> float(np.abs(term.target).max())
+    0.0
+    """
+    labels, sizes = pieces.joined
+    wanted = [k for k, how in placed.items() if how in (BEHIND, CONTACT) and k != 0
+              and sizes[k] >= pieces.config.min_pixels]
+    has = term.has
+    lab = labels[has]
+    on_main = lab == 0
+    if not wanted or not on_main.any():
+        return [], []
+    r = (term.target[has] - z[has]) * term.inv_sigma           # in the prior's sigmas
+    main = float(np.mean(r[on_main]))
+    allowed = None if occlusion_cos is None else contour_sides(pieces.system, labels, occlusion_cos)
+    resolve = {"blur": blur}          # the blur, measured on first use
+    target = term.target.copy()
+    held, freed = [], []
+    for k in wanted:
+        on = lab == k
+        if not on.any():
+            continue
+        d = float(np.mean(r[on])) - main
+        if abs(d) <= OUTLIER_SIGMAS * max(1.0, np.sqrt(RELATIVE_BLOCK ** 2 / on.sum())):
+            target[has[on]] -= d / term.inv_sigma[on]
+            held.append(int(k))
+        elif (allowed is not None and placed[k] == BEHIND and allowed[k] != 0 and np.sign(d) == allowed[k]
+              and (blur is None or _resolved(pieces, labels, k, r, has, main, allowed[k], resolve))):
+            freed.append(int(k))
+    term.target = target
+    return held, freed
+
+
+def _resolved(pieces, labels: np.ndarray, k: int, r: np.ndarray, has: np.ndarray, main: float, side: int,
+              resolve: dict) -> bool:
+    """Whether piece ``k``'s word (``r``: residuals in sigmas on the prior pixels ``has``,
+    less ``main``) on its core, its pixels farther than twice the prior's blur from every
+    other piece's, lies beyond the noise bound at the blur's footprint on ``side``."""
+    from scipy.ndimage import distance_transform_edt
+
+    if callable(resolve["blur"]):
+        resolve["blur"] = float(resolve["blur"]())
+    s = resolve["blur"]
+    system = pieces.system
+    img = system.to_image(labels.astype(np.float64), fill=-1.0)
+    far = distance_transform_edt(~((img >= 0) & (img != k)))[system.mask]
+    core = (labels == k) & (far > 2.0 * s)
+    on = core[has]
+    if not on.any():
+        return False
+    d = float(np.mean(r[on])) - main
+    footprint = max(RELATIVE_BLOCK ** 2, 4.0 * np.pi * s * s)
+    return np.sign(d) == side and abs(d) > OUTLIER_SIGMAS * max(1.0, np.sqrt(footprint / on.sum()))
+
+
+def contour_sides(system, labels: np.ndarray, cos_max: float) -> np.ndarray:
+    """Per label of ``labels``, the way an occluding contour lets its piece move: +1
+    (farther: it is occluded, the grazing pixels of its cut edges lie outside it), -1
+    (nearer: they lie inside, it occludes), 0 where neither has more edges (an edge counts
+    where exactly one of its pixels is within ``cos_max`` of grazing)."""
+    vc = view_cosine(system)
+    n = int(labels.max()) + 1
+    out, inside = np.zeros(n), np.zeros(n)
+    for p, q in ((system.hp, system.hq), (system.vp, system.vq)):
+        lp, lq = labels[p], labels[q]
+        cut = lp != lq
+        gp, gq = vc[p] < cos_max, vc[q] < cos_max
+        one = cut & (gp != gq)
+        # the grazing pixel's piece has it inside; the other piece has it outside
+        graze_lab = np.where(gp, lp, lq)[one]
+        other_lab = np.where(gp, lq, lp)[one]
+        inside += np.bincount(graze_lab, minlength=n)
+        out += np.bincount(other_lab, minlength=n)
+    return np.sign(out - inside).astype(int)
+
+
+def without_edges_of(system, pieces, held: list) -> dict:
+    """``pieces.weights`` with every edge between one of the ``held`` pieces
+    (``pieces.joined`` labels) and another piece at weight 0: what placed a piece is not
+    undone by the weak one-sided weights its cut left."""
+    labels = pieces.joined[0]
+    mine = np.isin(labels, np.asarray(held, dtype=labels.dtype))
+    weights = {k: v.copy() for k, v in pieces.weights.items()}
+    for axis, p, q in (("u", system.hp, system.hq), ("v", system.vp, system.vq)):
+        across = (labels[p] != labels[q]) & (mine[p] | mine[q])
+        weights[axis + "+"][p[across]] = 0.0
+        weights[axis + "-"][q[across]] = 0.0
+    return weights
