@@ -110,12 +110,12 @@ class RoundsConfig:
     # neighbour trusts are moved to where their neighbours' normals put them; 0: off
     # (docs/decisions.md#sliver-reattach)
     reattach_pixels: int = 16
-    # after them and the pieces' places, a rim pixel whose normal is within this cosine of
-    # edge-on (84 degrees from its ray) and that no other normal vouches for is held where its
-    # neighbours' normals put it: a grazing normal says nothing of the step across it (a
-    # 1-degree error moves tan by 1/cos^2 = 100x that); None: off (docs/decisions.md#hold-grazing);
-    # the slivers read it too: one with a firmer neighbour goes where one of those puts it
-    # (docs/decisions.md#sliver-reattach)
+    # after them, the pieces' places and the slivers, the pixels whose normals are within this
+    # cosine of edge-on (84 degrees from the ray) that no other normal places (rims, lines
+    # between two surfaces) go together where their neighbours put them: a grazing normal
+    # says nothing of the step across it (a 1-degree error moves tan by 1/cos^2 = 100x that);
+    # None: off (docs/decisions.md#hold-grazing); the slivers read it too: one with a firmer
+    # neighbour goes where one of those puts it (docs/decisions.md#sliver-reattach)
     hold_grazing: float | None = 0.1
     # a steep fold (both normals of an edge within this cosine of grazing) loses the edge
     # prior in the rounds, and fold_join logits pull it joined: chins and spines stay
@@ -135,6 +135,10 @@ class RoundsConfig:
     # occluding contour, the grazing side in front; a pair mostly bounded so is ordered so;
     # None: no order read (docs/decisions.md#placement-solve)
     occlusion_cos: float | None = 0.3
+    # before the rounds such an edge, where the grazing pixel's surface recedes towards the
+    # other (a limb against what it hides), also cuts the placement's pieces: a body Stage II
+    # joined to what lies behind it is a piece of its own (docs/decisions.md#placement-solve)
+    occluding_cuts: bool = True
 
     def __str__(self) -> str:
         """As the help text says it: "12 rounds" or "at most 16 rounds, ... below 0.001"."""

@@ -189,6 +189,28 @@ def count_isolated(depth: np.ndarray, mask: np.ndarray, fraction: float = 0.2) -
     return int(np.sum(off > fraction)), float(off.max()) if off.size else 0.0
 
 
+def count_far(depth: np.ndarray, mask: np.ndarray, fraction: float = 0.1) -> int:
+    """Masked pixels whose nearest masked 8-neighbour is more than ``fraction`` of the depth
+    range (1st to 99th percentile) away: far from every neighbour (a pixel along a sharp
+    occlusion edge has one on its own side; :func:`count_isolated` counts it). Pixels
+    without a masked neighbour do not count (studies/real-maps/spikes_public.py)."""
+    import warnings
+
+    d = np.where(mask, np.asarray(depth, np.float64), np.nan)
+    vals = d[mask & np.isfinite(d)]
+    if vals.size < 2:
+        return 0
+    spread = float(np.percentile(vals, 99) - np.percentile(vals, 1)) or 1.0
+    h, w = d.shape
+    pad = np.pad(d, 1, constant_values=np.nan)
+    nb = np.stack([pad[1 + dr:1 + dr + h, 1 + dc:1 + dc + w]
+                   for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # all-NaN: a pixel without neighbour
+        near = np.nanmin(np.abs(nb - d), axis=0) / spread
+    return int(np.sum(near[mask & np.isfinite(near)] > fraction))
+
+
 def plant_normals(seed: int, h: int = 480, w: int = 480, leaves: int = 300) -> np.ndarray:
     """(h, w, 3) internal-frame unit normals of a dense orthographic plant filling the frame:
     ``leaves`` small tilted, slightly curved elliptic leaves (3-18 px, slopes up to about 60

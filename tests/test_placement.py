@@ -327,3 +327,20 @@ def test_a_pinned_piece_carries_the_piece_it_touches():
     gap = (alone - truth)
     assert np.ptp(gap[a]) < 1.0 and abs(float(np.median(gap[a]) - np.median(gap[b]))) <= 1.0
     assert abs(float(np.median(gap[a]))) > 3.0                    # a reading, not the truth
+
+
+@pytest.mark.parametrize("sign, cut", [(1.0, [False, True]), (-1.0, [True, False])])
+def test_an_occluding_contour_is_the_edge_a_limb_recedes_across(sign, cut):
+    """Candidate 29 of studies/placement-solve (its candidate 18): a grazing pixel whose
+    normal points right is a body's right limb; the edge to its right, where the surface
+    recedes towards what it hides, is the contour, and it cuts the placement's pieces; the
+    edge back into the body (a convex flank) is not."""
+    n = np.dstack([np.zeros((1, 3, 2)), -np.ones((1, 3, 1))])
+    n[0, 1] = [sign * 0.999, 0.0, -0.045]
+    s = NormalSystem(n / np.linalg.norm(n, axis=2, keepdims=True), np.ones((1, 3), bool), Camera(None, 1.0))
+    drop = placement.occluding_contours(s, view_cosine(s), 0.3)
+    assert drop[0].tolist() == cut and drop[1].size == 0
+    whole = Pieces(s, {d: np.ones(3) for d in ("u+", "u-", "v+", "v-")})
+    assert whole.plain[0].tolist() == [0, 0, 0]
+    labels = whole.cut_also(drop).plain[0]
+    assert len(set(labels.tolist())) == 2 and (labels[0] == labels[1]) == (sign > 0)

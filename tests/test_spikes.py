@@ -170,11 +170,12 @@ def test_the_cli_mesh_has_no_floating_vertex(tmp_path):
 
 def test_a_grazing_pixel_with_no_neighbour_to_place_it_raises_no_numpy_warning():
     """Regression: an all-NaN row of neighbour predictions printed numpy's 'All-NaN slice'
-    RuntimeWarning on a user's terminal (bench meshes)."""
+    RuntimeWarning on a user's terminal (bench meshes). A row of three grazing pixels that
+    nothing trusts joins one level."""
     import warnings
 
     from fnin_cli.camera import Camera
-    from fnin_cli.solvers.grazing import hold_grazing
+    from fnin_cli.solvers.grazing import place_grazing
     from fnin_cli.solvers.system import NormalSystem
 
     n = np.dstack([np.zeros((1, 3, 1)), np.full((1, 3, 1), -0.999), np.full((1, 3, 1), -0.04)])
@@ -182,5 +183,41 @@ def test_a_grazing_pixel_with_no_neighbour_to_place_it_raises_no_numpy_warning()
     w = {d: np.zeros(3) for d in ("u+", "u-", "v+", "v-")}
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        z, held = hold_grazing(s, np.array([0.0, 5.0, 0.0]), w, 0.1)
-    assert held == 0 and z.tolist() == [0.0, 5.0, 0.0]
+        z, placed = place_grazing(s, np.array([0.0, 5.0, 0.0]), w, 0.1)
+    assert placed.all() and len(set(z.tolist())) == 1 and z[0] in (0.0, 5.0)
+
+
+def _line_between_two_planes(rows: int = 1):
+    """A 7x9 orthographic map: above a grazing band (``rows`` thick, normals 88 degrees from
+    the ray, pointing down the image) a plane at 0, below it a plane at 10; the band's pixels
+    left in the jump (5), and no edge into the band trusted (the normals do not say which
+    side it lies on). Returns the system, z, the weights and the band (per pixel)."""
+    from fnin_cli.camera import Camera
+    from fnin_cli.solvers.system import NormalSystem
+
+    n = np.dstack([np.zeros((7, 9, 2)), -np.ones((7, 9, 1))])
+    band = np.zeros((7, 9), bool)
+    band[3:3 + rows] = True
+    n[band] = [0.0, 0.999, -0.035]
+    s = NormalSystem(n / np.linalg.norm(n, axis=2, keepdims=True), np.ones((7, 9), bool), Camera(None, 1.0))
+    z = np.where(np.arange(7)[:, None] < 3, 0.0, 10.0) * np.ones((7, 9))
+    z[band] = 5.0
+    w = {d: np.where(band, 0.0, 1.0)[s.mask] for d in ("u+", "u-", "v+", "v-")}
+    w["v+"][s.index[2]] = 0.1              # the row above looking down into the band: below
+    w["v-"][s.index[3 + rows]] = 0.0       # the cut's weight, but more than the row below
+    return s, z[s.mask], w, band[s.mask]
+
+
+def test_a_band_seen_edge_on_keeps_its_inside():
+    """A grazing band three pixels thick: its edges beside the planes are placed, its middle
+    row, with no neighbour that does not graze and off the outline, keeps where the solve put
+    it (a broad steep surface's consistent normals are not noise)."""
+    from fnin_cli.solvers.grazing import place_grazing
+
+    s, z, w, band = _line_between_two_planes(rows=3)
+    out, placed = place_grazing(s, z, w, 0.1)
+    middle = np.zeros((7, 9), bool)
+    middle[4, 1:-1] = True
+    middle = middle[s.mask]
+    assert not placed[middle].any() and np.array_equal(out[middle], z[middle])
+    assert placed[band & ~middle].all()

@@ -71,7 +71,7 @@ def components(system: NormalSystem, weights: dict | None, threshold: float, mut
 
 
 def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = _P.cut_weight,
-               mutual: bool = False) -> tuple:
+               mutual: bool = False, drop: tuple | None = None) -> tuple:
     """Label the pieces: (labels (n,) int, sizes per label, cut edges per label).
 
     An edge p-q is cut where both weights (p's ``axis+`` and q's ``axis-``) are below
@@ -92,7 +92,7 @@ def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = _P
     >>> labels.tolist(), sizes.tolist(), cuts.tolist()
     ([0, 0, 1, 1], [2, 2], [1, 1])
     """
-    raw, n_raw, cut_p, cut_q = components(system, weights, threshold, mutual)
+    raw, n_raw, cut_p, cut_q = components(system, weights, threshold, mutual, drop)
     sizes = np.bincount(raw)
     first = np.empty(len(sizes), np.int64)
     first[raw[::-1]] = np.arange(system.n)[::-1]   # the last write wins: each piece's first pixel
@@ -138,16 +138,24 @@ class Pieces:
     ([0, 0, 1, 1], [0, 0, 1, 1])
     """
 
-    def __init__(self, system: NormalSystem, weights: dict | None, config: PiecesConfig = _P):
-        self.system, self.weights, self.config = system, weights, config
+    def __init__(self, system: NormalSystem, weights: dict | None, config: PiecesConfig = _P,
+                 drop: tuple | None = None):
+        self.system, self.weights, self.config, self.drop = system, weights, config, drop
+
+    def cut_also(self, drop: tuple) -> "Pieces":
+        """The same weights' pieces with the edges flagged in ``drop`` ((horizontal, vertical)
+        booleans over the system's edges) cut as well."""
+        if self.drop is not None:
+            drop = (drop[0] | self.drop[0], drop[1] | self.drop[1])
+        return Pieces(self.system, self.weights, self.config, drop)
 
     @cached_property
     def plain(self) -> tuple:
-        return cut_pieces(self.system, self.weights, self.config.cut_weight)
+        return cut_pieces(self.system, self.weights, self.config.cut_weight, drop=self.drop)
 
     @cached_property
     def mutual(self) -> tuple:
-        return cut_pieces(self.system, self.weights, self.config.cut_weight, mutual=True)
+        return cut_pieces(self.system, self.weights, self.config.cut_weight, mutual=True, drop=self.drop)
 
     @cached_property
     def joined(self) -> tuple:

@@ -96,6 +96,22 @@ def _boundary(system: NormalSystem, labels: np.ndarray, nodes: int):
     return [np.concatenate(x) for x in zip(*out)]
 
 
+def occluding_contours(system: NormalSystem, view_cos: np.ndarray, occlusion_cos: float) -> tuple:
+    """(horizontal, vertical) booleans over the system's edges: an occluding contour, one
+    pixel within ``occlusion_cos`` of grazing and the other not, where the grazing pixel's
+    surface recedes towards the other (its one-sided step towards it, -n/a, is away from
+    the camera): a limb against what it hides. A convex flank's grazing side lies beyond
+    its facing one and recedes away from it: not a contour."""
+    out = []
+    for p, q, a, n in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
+        gp, gq = view_cos[p] < occlusion_cos, view_cos[q] < occlusion_cos
+        with np.errstate(divide="ignore", invalid="ignore"):
+            recede_p = -n[p] / a[p] > 0        # p grazes: z_q - z_p it predicts
+            recede_q = n[q] / a[q] > 0         # q grazes: z_p - z_q it predicts
+        out.append((gp & ~gq & recede_p) | (gq & ~gp & recede_q))
+    return tuple(out)
+
+
 def outline_pixels(system: NormalSystem) -> np.ndarray:
     """(n,) bool: the masked pixels with a 4-neighbour outside the mask or the image (those
     that lack one of the system's one-sided differences)."""

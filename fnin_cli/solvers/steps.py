@@ -22,9 +22,9 @@ import numpy as np
 
 from ..config import IntegrationConfig
 from ..errors import FninError
-from .grazing import hold_grazing
+from .grazing import place_grazing
 from .pieces import Pieces, pin_pieces, reattach_slivers
-from .placement import CONNECTED, place_pieces
+from .placement import CONNECTED, occluding_contours, place_pieces
 from .system import NormalSystem, view_cosine
 
 
@@ -76,16 +76,18 @@ class Done:
 
 class Placement:
     """What the normals leave free, placed. Before the rounds (``after`` False): the pieces
-    Stage II's weights cut all round, by one solve over the piece graph
+    Stage II's weights cut all round, and cut along the occluding contours where a limb
+    recedes towards what it hides (:func:`~fnin_cli.solvers.placement.occluding_contours`,
+    ``RoundsConfig.occluding_cuts``), by one solve over the piece graph
     (:func:`~fnin_cli.solvers.placement.place_pieces`). After them, at the three scales the
     rounds leave free, in order: the loose pieces (those held only by one-sided edges
     included) by the same solve, reading the rounds' own z (it says how it placed those it
-    moved); single rim pixels that only grazing normals tie, held where their neighbours put
-    them (:func:`~fnin_cli.solvers.grazing.hold_grazing`, ``RoundsConfig.hold_grazing``); and
-    last slivers of a few pixels, held where their neighbours now are
-    (:func:`~fnin_cli.solvers.pieces.reattach_slivers`, ``RoundsConfig.reattach_pixels``):
-    placed first, a sliver was left behind when the pieces or the rim it had been placed
-    against moved.
+    moved); slivers of a few pixels, held where their neighbours now are
+    (:func:`~fnin_cli.solvers.pieces.reattach_slivers`, ``RoundsConfig.reattach_pixels``);
+    and last the grazing pixels that only grazing normals tie (rims, lines between two
+    surfaces), placed together where their neighbours put them
+    (:func:`~fnin_cli.solvers.grazing.place_grazing`, ``RoundsConfig.hold_grazing``): nothing
+    re-places them after.
 
     The pieces' solve runs after fnin (its edge map) without a depth prior, and after the
     rounds under one fused after them (relative, disparity; ``PriorConfig.place_fused``),
@@ -124,16 +126,19 @@ class Placement:
         done = Done()
         if self.places_pieces(ctx):
             z, done = self._pieces(z, pieces, ctx)
-        if self.after and self.holds_rim(ctx):
-            z, _ = hold_grazing(ctx.system, z, pieces.weights, r.hold_grazing, c.cut_weight, c.trust_floor)
         if self.after and self.holds_slivers(ctx):
             z, _ = reattach_slivers(ctx.system, z, pieces, max_pixels=r.reattach_pixels, grazing_cos=r.hold_grazing)
+        if self.after and self.holds_rim(ctx):
+            z, _ = place_grazing(ctx.system, z, pieces.weights, r.hold_grazing, c.cut_weight, c.trust_floor)
         return z, done
 
     def _pieces(self, z, pieces: Pieces, ctx: Context) -> tuple:
         r, c = ctx.config.rounds, pieces.config
-        # before the rounds the pieces Stage II cut all round; after them the loose pieces,
-        # those held only by one-sided edges included (what the result lists)
+        # before the rounds the pieces Stage II cut all round, and cut along the occluding
+        # contours (limbs); after them the loose pieces, those held only by one-sided edges
+        # included (what the result lists): the rounds' weights have read the contours there
+        if not self.after and r.occluding_cuts and r.occlusion_cos is not None:
+            pieces = pieces.cut_also(occluding_contours(ctx.system, view_cosine(ctx.system), r.occlusion_cos))
         labels, sizes = pieces.joined if self.after else pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
                                      r.contact_edges, r.occlusion_cos, r.touch_tol,

@@ -20,26 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers import count_isolated  # noqa: E402  (the tests' own count)
+from helpers import count_far, count_isolated  # noqa: E402,F401  (the tests' own counts; spikes_renders reads count_far here)
 from fnin_cli.pipeline import integrate, load_input  # noqa: E402
 
 DILIGENT = ("bear", "buddha", "cat", "cow", "goblet", "harvest", "pot1", "pot2", "reading")
-FAR = 0.1
-
-
-def count_far(depth: np.ndarray, mask: np.ndarray, fraction: float = FAR) -> int:
-    """Masked pixels whose nearest masked 8-neighbour is more than ``fraction`` of the depth
-    range (1st to 99th percentile) away; pixels without a masked neighbour do not count."""
-    d = np.where(mask, np.asarray(depth, np.float64), np.nan)
-    vals = d[mask & np.isfinite(d)]
-    spread = float(np.percentile(vals, 99) - np.percentile(vals, 1)) or 1.0
-    h, w = d.shape
-    pad = np.pad(d, 1, constant_values=np.nan)
-    nb = np.stack([pad[1 + a:1 + a + h, 1 + b:1 + b + w] for a in (-1, 0, 1) for b in (-1, 0, 1) if (a, b) != (0, 0)])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        near = np.nanmin(np.abs(nb - d), axis=0) / spread
-    return int(np.sum(near[mask & np.isfinite(near)] > fraction))
 
 
 def main() -> int:
