@@ -583,11 +583,13 @@ class RelativePrior(_Kind):
         self.robust = RobustPrior(fitted, system, self.config)
         weights = pieces.weights
         c = self.config
-        groups = system.to_image(pieces.joined[0].astype(np.float64), fill=-1.0).astype(np.int64)
+
+        def blur() -> float:             # the prior's blur: measured only where a piece is to be freed
+            groups = system.to_image(pieces.joined[0].astype(np.float64), fill=-1.0).astype(np.int64)
+            return blur_scale(fitted.depth, np.exp(zimg) if camera.perspective else zimg, groups)
+
         held, freed = hold_placed(self.robust, z, pieces, placed or {},
-                                  c.rounds.occlusion_cos if c.prior.free_widened else None,
-                                  lambda: blur_scale(fitted.depth, np.exp(zimg) if camera.perspective else zimg,
-                                                     groups))
+                                  c.rounds.occlusion_cos if c.prior.free_widened else None, blur)
         if held or freed:
             weights = without_edges_of(system, pieces, held + freed)
         objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)

@@ -166,6 +166,22 @@ def gaussian_bumps(u, v, bumps, offset: float = 0.0):
     return z, zu, zv
 
 
+def _eight_neighbours(depth: np.ndarray, mask: np.ndarray):
+    """(depth with NaN outside ``mask``, the depth range: 1st to 99th percentile of the
+    masked depths, the (8, h, w) stack of each pixel's 8-neighbours), or None with fewer
+    than two masked depths."""
+    d = np.where(mask, np.asarray(depth, np.float64), np.nan)
+    vals = d[mask & np.isfinite(d)]
+    if vals.size < 2:
+        return None
+    spread = float(np.percentile(vals, 99) - np.percentile(vals, 1)) or 1.0
+    h, w = d.shape
+    pad = np.pad(d, 1, constant_values=np.nan)
+    nb = np.stack([pad[1 + dr:1 + dr + h, 1 + dc:1 + dc + w]
+                   for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)])
+    return d, spread, nb
+
+
 def count_isolated(depth: np.ndarray, mask: np.ndarray, fraction: float = 0.2) -> tuple[int, float]:
     """(count, largest offset in depth ranges) of the masked pixels whose depth is off the
     median of their masked 8-neighbours by more than ``fraction`` of the depth range (1st
@@ -173,15 +189,10 @@ def count_isolated(depth: np.ndarray, mask: np.ndarray, fraction: float = 0.2) -
     studies/real-maps/spikes.py counts them). Pixels without a masked neighbour do not count."""
     import warnings
 
-    d = np.where(mask, np.asarray(depth, np.float64), np.nan)
-    vals = d[mask & np.isfinite(d)]
-    if vals.size < 2:
+    got = _eight_neighbours(depth, mask)
+    if got is None:
         return 0, 0.0
-    spread = float(np.percentile(vals, 99) - np.percentile(vals, 1)) or 1.0
-    h, w = d.shape
-    pad = np.pad(d, 1, constant_values=np.nan)
-    nb = np.stack([pad[1 + dr:1 + dr + h, 1 + dc:1 + dc + w]
-                   for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)])
+    d, spread, nb = got
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)     # all-NaN: a pixel without neighbour
         off = np.abs(d - np.nanmedian(nb, axis=0)) / spread
@@ -196,15 +207,10 @@ def count_far(depth: np.ndarray, mask: np.ndarray, fraction: float = 0.1) -> int
     without a masked neighbour do not count (studies/real-maps/spikes_public.py)."""
     import warnings
 
-    d = np.where(mask, np.asarray(depth, np.float64), np.nan)
-    vals = d[mask & np.isfinite(d)]
-    if vals.size < 2:
+    got = _eight_neighbours(depth, mask)
+    if got is None:
         return 0
-    spread = float(np.percentile(vals, 99) - np.percentile(vals, 1)) or 1.0
-    h, w = d.shape
-    pad = np.pad(d, 1, constant_values=np.nan)
-    nb = np.stack([pad[1 + dr:1 + dr + h, 1 + dc:1 + dc + w]
-                   for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)])
+    d, spread, nb = got
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)     # all-NaN: a pixel without neighbour
         near = np.nanmin(np.abs(nb - d), axis=0) / spread

@@ -45,7 +45,7 @@ def components(system: NormalSystem, weights: dict | None, threshold: float, mut
     """(component per pixel, number of components, cut edges' p, cut edges' q), unordered:
     :func:`cut_pieces` without its order by size, for callers that need the grouping alone.
     ``drop``: (horizontal, vertical) booleans over the system's edges cut whatever their
-    weights (a depth prior's fields cut along occluding contours)."""
+    weights (occluding contours: a depth prior's fields, the placement before the rounds)."""
     # imported here: `fnin --help` imports the pipeline and must not pay for scipy
     # (docs/decisions.md#start-up)
     from scipy.sparse import csr_matrix
@@ -75,9 +75,10 @@ def cut_pieces(system: NormalSystem, weights: dict | None, threshold: float = _P
     """Label the pieces: (labels (n,) int, sizes per label, cut edges per label).
 
     An edge p-q is cut where both weights (p's ``axis+`` and q's ``axis-``) are below
-    ``threshold``; with ``mutual`` where either is. Label 0 is the largest piece (ties:
-    the one holding the lowest pixel index); the others follow by size. With ``weights``
-    None nothing is cut (the pieces are the mask's islands).
+    ``threshold``; with ``mutual`` where either is; and wherever ``drop`` ((horizontal,
+    vertical) booleans over the system's edges, as :func:`components`) says. Label 0 is
+    the largest piece (ties: the one holding the lowest pixel index); the others follow by
+    size. With ``weights`` None nothing is cut (the pieces are the mask's islands).
 
     Examples
     --------
