@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .prior import OUTLIER_SIGMAS, RELATIVE_BLOCK
-from .solvers.placement import BEHIND, CONTACT
+from .solvers.placement import BEHIND, CONTACT, occluding_edges
 from .solvers.system import view_cosine
 
 
@@ -119,14 +119,12 @@ def contour_sides(system, labels: np.ndarray, cos_max: float) -> np.ndarray:
     (farther: it is occluded, the grazing pixels of its cut edges lie outside it), -1
     (nearer: they lie inside, it occludes), 0 where neither has more edges (an edge counts
     where exactly one of its pixels is within ``cos_max`` of grazing)."""
-    vc = view_cosine(system)
+    grazing = view_cosine(system) < cos_max
     n = int(labels.max()) + 1
     out, inside = np.zeros(n), np.zeros(n)
-    for p, q in ((system.hp, system.hq), (system.vp, system.vq)):
-        lp, lq = labels[p], labels[q]
-        cut = lp != lq
-        gp, gq = vc[p] < cos_max, vc[q] < cos_max
-        one = cut & (gp != gq)
+    for edge, p, q in zip(occluding_edges(system, cos_max), (system.hp, system.vp), (system.hq, system.vq)):
+        lp, lq, gp = labels[p], labels[q], grazing[p]
+        one = edge & (lp != lq)
         # the grazing pixel's piece has it inside; the other piece has it outside
         graze_lab = np.where(gp, lp, lq)[one]
         other_lab = np.where(gp, lq, lp)[one]

@@ -32,6 +32,7 @@ from .scale import fix_scale, from_prior
 from .solvers.irls import InnerSolve, minimise
 from .solvers.objective import FixedWeights, anchored
 from .solvers.pieces import components
+from .solvers.placement import occluding_edges
 from .solvers.system import DataTerm, view_cosine
 
 
@@ -378,15 +379,6 @@ def _measurements(prior: DepthPrior, mask: np.ndarray, has: np.ndarray):
     k = int(prior.block)
     key = (rows[has] // k) * (mask.shape[1] // k + 2) + cols[has] // k
     return np.unique(key, return_inverse=True)[1]
-
-
-def occluding_edges(system, cos_min: float) -> tuple:
-    """(horizontal, vertical) booleans over the system's edges: True where an occluding
-    contour runs, one pixel's normal within ``cos_min`` of grazing and the other's not. The
-    normals say nothing of the step there (an object in front of another), so a depth
-    prior's step there is evidence, not an error (studies/robust-prior)."""
-    c = view_cosine(system) >= cos_min
-    return c[system.hp] != c[system.hq], c[system.vp] != c[system.vq]
 
 
 def smooth_field(r: np.ndarray, weight: np.ndarray, rc: tuple, shape: tuple, scale: float,

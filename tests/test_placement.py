@@ -338,7 +338,7 @@ def test_an_occluding_contour_is_the_edge_a_limb_recedes_across(sign, cut):
     n = np.dstack([np.zeros((1, 3, 2)), -np.ones((1, 3, 1))])
     n[0, 1] = [sign * 0.999, 0.0, -0.045]
     s = NormalSystem(n / np.linalg.norm(n, axis=2, keepdims=True), np.ones((1, 3), bool), Camera(None, 1.0))
-    drop = placement.occluding_contours(s, view_cosine(s), 0.3)
+    drop = placement.occluding_contours(s, 0.3)
     assert drop[0].tolist() == cut and drop[1].size == 0
     whole = Pieces(s, {d: np.ones(3) for d in ("u+", "u-", "v+", "v-")})
     assert whole.plain[0].tolist() == [0, 0, 0]

@@ -130,6 +130,7 @@ class DecodingCheck:
     cells: int = 0
     valid_pixels: int = 0
     fine: dict = field(default_factory=dict)
+    by_fine: bool = False      # the class was chosen on the pixel-scale scores (``fine``)
 
     def decode(self, raw: np.ndarray, bitdepth: int | None, out: np.ndarray | None = None) -> np.ndarray:
         """The raw array decoded with the chosen decoding (internal frame, not normalised;
@@ -354,14 +355,13 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     if others:
         alt = min(others, key=others.get)
         chk.ratio = others[alt] / S[gcls] if S.get(gcls, 0) > 0 else float("inf")
-    fine = False
     if base_ok:
         target = alt if others and S[gcls] - others[alt] >= MARGIN and others[alt] <= ALT_MAX else gcls
         if target == gcls and others and S[gcls] > ALT_MAX:
             # the blocks cannot tell (their cells straddle jumps): the pixels where no jump is
             picked = _fine_target(raw, bd, mask, camera, plausible, cls, gcls, chk)
             if picked is not None:
-                target, fine = picked, True
+                target, chk.by_fine = picked, True
     else:
         # the given decoding faces away: a class integrability clearly prefers, else the
         # classes that face the camera best, then the fewest mistakes
@@ -396,7 +396,7 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
     if not base_ok:
         reasons.append("facing away")
     if target != gcls:
-        reasons.append("integrability at pixel scale" if fine else "integrability")
+        reasons.append("integrability at pixel scale" if chk.by_fine else "integrability")
     chk.confident = True
     if m1 is None or m2 is None:
         pick = m1 or m2
@@ -434,8 +434,8 @@ def check_decoding(raw: np.ndarray, bitdepth: int | None, mask: np.ndarray | Non
         if pick is None:
             chk.reason = ", ".join(reasons + ["ambiguous"])
             a, b = sorted((m1, m2), key=lambda d: (mistakes(d, given), options_to(d, given)))
-            sc = chk.fine if fine else chk.scores
-            scale = " at pixel scale" if fine else ""
+            sc = chk.fine if chk.by_fine else chk.scores
+            scale = " at pixel scale" if chk.by_fine else ""
             return refuse(f"normals do not fit the decoding '{given.name}' (integrability score{scale} "
                           f"{sc[base.name]:.2f}) but do when {describe(a, given)} ({sc[a.name]:.2f}) or "
                           f"{describe(b, given)} ({sc[b.name]:.2f}), which {_tell(outline_ok)}: pass "
@@ -494,9 +494,9 @@ def _finish(chk: DecodingCheck, given: Decoding, mode: str, source) -> DecodingC
     fix = options_to(chosen, given)
     what = describe(chosen, given)
     base = Decoding(given.signs, given.channels, chosen.float_encoding, given.named)
-    if "pixel scale" in chk.reason:
+    if chk.by_fine:
         scores = chk.fine
-    scale = " at pixel scale" if "pixel scale" in chk.reason else ""
+    scale = " at pixel scale" if chk.by_fine else ""
     detail = (f"integrability score{scale} {scores.get(base.name, float('nan')):.2f} as decoded ({given.name}) vs "
               f"{scores.get(chosen.name, float('nan')):.2f} ({chosen.name})")
     if "outline" in chk.reason:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .system import NormalSystem
+from .system import NormalSystem, view_cosine
 
 CONTACT = "in contact: the jump across its boundary closes along it"
 BEHIND = "behind its occluder: the least shift that puts it behind the occluding contour"
@@ -96,19 +96,30 @@ def _boundary(system: NormalSystem, labels: np.ndarray, nodes: int):
     return [np.concatenate(x) for x in zip(*out)]
 
 
-def occluding_contours(system: NormalSystem, view_cos: np.ndarray, occlusion_cos: float) -> tuple:
-    """(horizontal, vertical) booleans over the system's edges: an occluding contour, one
-    pixel within ``occlusion_cos`` of grazing and the other not, where the grazing pixel's
-    surface recedes towards the other (its one-sided step towards it, -n/a, is away from
-    the camera): a limb against what it hides. A convex flank's grazing side lies beyond
-    its facing one and recedes away from it: not a contour."""
+def occluding_edges(system: NormalSystem, cos_min: float) -> tuple:
+    """(horizontal, vertical) booleans over the system's edges: True where an occluding
+    contour runs, one pixel's normal within ``cos_min`` of grazing (:func:`view_cosine`) and
+    the other's not. The normals say nothing of the step there (an object in front of
+    another), so a depth prior's step there is evidence, not an error (studies/robust-prior)."""
+    c = view_cosine(system) >= cos_min
+    return c[system.hp] != c[system.hq], c[system.vp] != c[system.vq]
+
+
+def occluding_contours(system: NormalSystem, occlusion_cos: float) -> tuple:
+    """(horizontal, vertical) booleans over the system's edges: the occluding edges
+    (:func:`occluding_edges`) where the grazing pixel's surface recedes towards the other
+    (its one-sided step towards it, -n/a, is away from the camera): a limb against what it
+    hides. A convex flank's grazing side lies beyond its facing one and recedes away from
+    it: not a contour."""
+    grazing = view_cosine(system) < occlusion_cos
     out = []
-    for p, q, a, n in ((system.hp, system.hq, system.a_u, system.nx), (system.vp, system.vq, system.a_v, system.ny)):
-        gp, gq = view_cos[p] < occlusion_cos, view_cos[q] < occlusion_cos
+    for one, (p, q, a, n) in zip(occluding_edges(system, occlusion_cos),
+                                 ((system.hp, system.hq, system.a_u, system.nx),
+                                  (system.vp, system.vq, system.a_v, system.ny))):
         with np.errstate(divide="ignore", invalid="ignore"):
             recede_p = -n[p] / a[p] > 0        # p grazes: z_q - z_p it predicts
             recede_q = n[q] / a[q] > 0         # q grazes: z_p - z_q it predicts
-        out.append((gp & ~gq & recede_p) | (gq & ~gp & recede_q))
+        out.append(one & np.where(grazing[p], recede_p, recede_q))
     return tuple(out)
 
 

@@ -138,7 +138,7 @@ class Placement:
         # contours (limbs); after them the loose pieces, those held only by one-sided edges
         # included (what the result lists): the rounds' weights have read the contours there
         if not self.after and r.occluding_cuts and r.occlusion_cos is not None:
-            pieces = pieces.cut_also(occluding_contours(ctx.system, view_cosine(ctx.system), r.occlusion_cos))
+            pieces = pieces.cut_also(occluding_contours(ctx.system, r.occlusion_cos))
         labels, sizes = pieces.joined if self.after else pieces.plain[:2]
         z, moved, how = place_pieces(ctx.system, z, labels, sizes, view_cosine, c.min_pixels, c.agree_tol,
                                      r.contact_edges, r.occlusion_cos, r.touch_tol,

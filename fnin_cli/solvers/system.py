@@ -123,6 +123,7 @@ class NormalSystem:
         self.has["v-"][self.vq] = True
         self._stencil = None
         self._pattern = None
+        self._view_cos = None             # view_cosine's, computed once on first use
 
     def _grid(self) -> "_Stencil":
         """The per-pixel neighbour arrays every round reads (built once, on first use)."""
@@ -328,14 +329,22 @@ def view_cosine(system: NormalSystem) -> np.ndarray:
     >>> view_cosine(NormalSystem(n, np.ones((2, 2), bool), Camera(None, 2.0))).round(3).tolist()
     [0.8, 0.8, 0.8, 0.8]
     """
+    # computed once per system (the placement, the slivers, the grazing pixels, a prior's
+    # contours and its fuse all read it) and shared read-only
+    if system._view_cos is not None:
+        return system._view_cos
     cam = system.camera
     if cam.K is None:
-        return np.abs(system.a_u) * cam.pixel_size
-    K = cam.K
-    h, w = system.mask.shape
-    # |r|^2 from a row and a column broadcast over the image, then masked: no pixel
-    # coordinates (np.nonzero of a 24 MP mask is 2 s of this function's 2.1)
-    ru = ((np.arange(w) - K[0, 2]) / K[0, 0]) ** 2
-    rv = ((np.arange(h) - K[1, 2]) / K[1, 1]) ** 2
-    r2 = (ru[None, :] + rv[:, None] + 1.0)[system.mask]
-    return np.abs(system.a_u) / K[0, 0] / np.sqrt(r2)
+        cos = np.abs(system.a_u) * cam.pixel_size
+    else:
+        K = cam.K
+        h, w = system.mask.shape
+        # |r|^2 from a row and a column broadcast over the image, then masked: no pixel
+        # coordinates (np.nonzero of a 24 MP mask is 2 s of this function's 2.1)
+        ru = ((np.arange(w) - K[0, 2]) / K[0, 0]) ** 2
+        rv = ((np.arange(h) - K[1, 2]) / K[1, 1]) ** 2
+        r2 = (ru[None, :] + rv[:, None] + 1.0)[system.mask]
+        cos = np.abs(system.a_u) / K[0, 0] / np.sqrt(r2)
+    cos.setflags(write=False)
+    system._view_cos = cos
+    return cos
