@@ -221,3 +221,25 @@ def test_a_band_seen_edge_on_keeps_its_inside():
     middle = middle[s.mask]
     assert not placed[middle].any() and np.array_equal(out[middle], z[middle])
     assert placed[band & ~middle].all()
+
+
+def test_a_pixel_whose_every_neighbour_grazes_is_placed_with_them():
+    """Regression (issue 51 item 4, hand v01 real-like): a silhouette pixel whose noisy normal
+    does not graze while both its neighbours do is tied to the rest only through grazing
+    normals; it was kept where the solve left it (50 units off) and its grazing neighbour
+    followed it. A 1x5 row: two flat pixels at 0, a grazing pixel they trust, the lone pixel
+    off at 50, a grazing end pixel; every pixel ends at 0."""
+    from fnin_cli.camera import Camera
+    from fnin_cli.solvers.grazing import place_grazing
+    from fnin_cli.solvers.system import NormalSystem
+
+    n = np.dstack([np.zeros((1, 5, 1)), np.zeros((1, 5, 1)), -np.ones((1, 5, 1))])
+    n[0, [2, 4]] = [0.0, -0.999, -0.04]
+    n[0, 3] = [0.0, -0.6, -0.8]            # cos 0.8 to the ray: not grazing
+    s = NormalSystem(n / np.linalg.norm(n, axis=2, keepdims=True), np.ones((1, 5), bool), Camera(None, 1.0))
+    w = {d: np.ones(5) for d in ("u+", "u-", "v+", "v-")}
+    w["u+"][3] = 0.0                       # the lone pixel and the end pixel trust each other least
+    w["u-"][4] = 0.0
+    z, placed = place_grazing(s, np.array([0.0, 0.0, 0.0, 50.0, 0.0]), w, 0.1)
+    assert placed[3] and placed[4] and not placed[:2].any()
+    np.testing.assert_allclose(z, 0.0, atol=1e-12)

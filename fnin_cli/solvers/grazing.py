@@ -28,6 +28,10 @@ def place_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: f
     """(z, the pixels placed: (n,) bool): the grazing pixels (|cos(normal, ray)| <
     ``cos_max``) that nothing else places, placed together where their neighbours put them.
 
+    A pixel that does not graze but whose every 4-neighbour in the mask does (a noisy normal
+    on a rim) is tied to the rest only through grazing normals: it counts as grazing here
+    (studies/placement-solve/README.md, candidate 31).
+
     Such a pixel is one that no 4-neighbour that does not graze trusts (a weight of at
     least ``threshold`` towards it), or that lies outside the span of where its neighbours
     put it (each that does not graze, or is trusted so, at its z plus the step its normal
@@ -61,12 +65,13 @@ def place_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: f
     placed = np.zeros(system.n, bool)
     if not grazing.any():
         return z, placed
-    todo = np.flatnonzero(grazing)
     idx = np.pad(system.index, 1, constant_values=-1)
+    grazing = grazing | _alone(idx, rows + 1, cols + 1, grazing)
+    todo = np.flatnonzero(grazing)
     r, c = rows[todo] + 1, cols[todo] + 1
     # the 4-neighbours (-1 outside) and each one's weight towards the pixel: the one above
     # looks down (v+), the one below up (v-), the left one right (u+), the right one left (u-)
-    nb = np.stack([idx[r - 1, c], idx[r + 1, c], idx[r, c - 1], idx[r, c + 1]], -1)
+    nb = _neighbours(idx, r, c)
     safe = np.maximum(nb, 0)
     towards = np.stack([weights["v+"][safe[:, 0]], weights["v-"][safe[:, 1]],
                         weights["u+"][safe[:, 2]], weights["u-"][safe[:, 3]]], -1)
@@ -110,3 +115,18 @@ def place_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: f
             break
     placed[todo] = True
     return z, placed
+
+
+def _neighbours(idx: np.ndarray, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """(len(r), 4) indices of the 4-neighbours above, below, left, right (-1 outside the
+    mask) of the pixels at rows ``r``, columns ``c`` of ``idx`` (the index padded by 1)."""
+    return np.stack([idx[r - 1, c], idx[r + 1, c], idx[r, c - 1], idx[r, c + 1]], -1)
+
+
+def _alone(idx: np.ndarray, r: np.ndarray, c: np.ndarray, grazing: np.ndarray) -> np.ndarray:
+    """(n,) bool: the pixels that do not graze but whose every 4-neighbour in the mask does
+    (at least one): tied to the rest only through grazing normals, as loose as those."""
+    nb = _neighbours(idx, r, c)
+    inside = nb >= 0
+    firm = inside & ~grazing[np.maximum(nb, 0)]
+    return ~grazing & inside.any(axis=1) & ~firm.any(axis=1)
