@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .prior import robust_lstsq
 
 # the blurs a prior is tried at (px on the map reduced to at most BLUR_SIDE px on its long
 # side): a sensor's 0 to a monocular network's tens of pixels (docs/decisions.md#robust-prior)
@@ -74,14 +73,38 @@ def blur_scale(prior_depth: np.ndarray, depth: np.ndarray, groups: np.ndarray) -
         p = blocks(np.where(ok, prior_depth, 0.0)).sum(axis=(1, 3)) / n
         d = blocks(np.where(ok, depth, 0.0)).sum(axis=(1, 3)) / n
     g = blocks(np.where(ok, groups, -1)).max(axis=(1, 3))
-    pieces = [(g == k).astype(np.float64) for k in np.unique(g[inside & (g > 0)])]
     spreads = []
     for s in BLUR_GRID:
         ds = _blurred(d, inside, s)
         on = inside & np.isfinite(ds)
-        A = np.stack([ds[on], np.ones(int(on.sum()))] + [c[on] for c in pieces], 1)
-        spreads.append(robust_lstsq(A, p[on], np.ones(int(on.sum())), iterations=3)[1])
+        spreads.append(_offset_fit_spread(ds[on], p[on], np.unique(g[on], return_inverse=True)[1]))
     return BLUR_GRID[int(np.argmin(spreads))] * f
+
+
+def _offset_fit_spread(x: np.ndarray, y: np.ndarray, group: np.ndarray, iterations: int = 3) -> float:
+    """The robust spread of y ~ a x + an offset per ``group`` (ints 0..G-1), fitted as
+    :func:`~fnin_cli.prior.robust_lstsq` fits it with one indicator column per group, but
+    with the offsets eliminated (each the weighted group mean): O(n) a step, not O(n G^2)."""
+    w = np.ones(x.size)
+
+    def fit(w):
+        sw = np.bincount(group, w)
+        keep = sw > 0
+        mx = np.divide(np.bincount(group, w * x), sw, out=np.zeros_like(sw), where=keep)
+        my = np.divide(np.bincount(group, w * y), sw, out=np.zeros_like(sw), where=keep)
+        xc, yc = x - mx[group], y - my[group]
+        den = float(np.sum(w * xc * xc))
+        a = float(np.sum(w * xc * yc)) / den if den > 0 else 0.0
+        return yc - a * xc
+
+    spread = 0.0
+    for _ in range(iterations):
+        r = fit(w)
+        spread = 1.4826 * float(np.median(np.abs(r)))
+        if spread <= 0:
+            break
+        w = 1.0 / (1.0 + (r / (2.385 * spread)) ** 2)
+    return spread
 
 
 def _blurred(d: np.ndarray, inside: np.ndarray, s: float) -> np.ndarray:

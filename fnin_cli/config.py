@@ -181,6 +181,17 @@ class PriorConfig:
     # contour allows (a blur shrinks jumps, never widens them), is left to the prior where the
     # prior resolves it, read beyond twice its blur (docs/decisions.md#robust-prior)
     free_widened: bool = True
+    # and the placement before the rounds runs under such a prior too, as without one: up to
+    # the fuse the run is the no-prior run (docs/decisions.md#robust-prior, candidate 20v)
+    place_before_fused: bool = True
+    # and a piece behind its occluder, by its placement and by its own contours, that the
+    # prior puts nearer (against that order) stays where the placement put it unless the
+    # prior resolves it nearer (docs/decisions.md#robust-prior, candidate 20v)
+    hold_ordered: bool = True
+    # where the fuse reads whether the prior resolves a piece, its word is the jump the prior
+    # sees across the piece's contour, read near it on both sides: a smooth warp is not a
+    # jump (docs/decisions.md#robust-prior, candidate 20v)
+    local_word: bool = True
     # the term's robust loss where the prior's sigma is given: "cauchy", "huber", "tukey", or
     # None (a plain quadratic: a wrong patch pulls the whole surface), at this scale in sigmas
     # (the textbook constants of 95% efficiency: cauchy 2.385, huber 1.345, tukey 4.685); a

@@ -3,9 +3,11 @@
 A relative or disparity prior is fused after the rounds and the placement after them
 (:mod:`fnin_cli.priors`). A loose piece the placement put by the normals' evidence (behind
 an occluding contour, or in contact) is held there where the prior's word on it lies
-within its noise (:func:`hold_placed`); one behind its occluder that the prior puts
-farther still, the way its contour allows, is left to the prior where the prior resolves
-it (its blur, :mod:`fnin_cli.blur`); the edges that placed either leave the fuse's normals
+within its noise, or puts it in front of what hides it where the prior does not resolve
+it so (:func:`hold_placed`); one behind
+its occluder that the prior puts farther still, the way its contour allows, is left to
+the prior where the prior resolves it (its blur, :mod:`fnin_cli.blur`, and the jump it
+sees across the contour); the edges that placed either leave the fuse's normals
 term (:func:`without_edges_of`). docs/decisions.md#robust-prior.
 """
 
@@ -19,7 +21,8 @@ from .solvers.system import view_cosine
 
 
 def hold_placed(term, z: np.ndarray, pieces, placed: dict,
-                occlusion_cos: float | None = None, blur=None) -> tuple:
+                occlusion_cos: float | None = None, blur=None, ordered: bool = False,
+                local: bool = False) -> tuple:
     """(held, freed): two lists of the loose pieces (``pieces.joined`` labels) that
     ``placed`` says the placement put by the normals' evidence (an occluding contour's
     order or a contact). Held: those on which the prior's word, its mean residual less the
@@ -38,6 +41,15 @@ def hold_placed(term, z: np.ndarray, pieces, placed: dict,
     Gaussian mixes in under 3% of the other side there) passes the same test with one
     measurement per max(RELATIVE_BLOCK^2, 4 pi s^2) pixels (the blur's area); a piece with
     no such pixel is fused as the others.
+
+    ``ordered``: a piece behind its occluder by its placement and by its contours (+1)
+    whose word puts it nearer, against that order, is held as within its noise unless the
+    prior resolves it nearer (a blur or a warp pulls a piece towards its occluder; a
+    contour says it lies behind). ``local``: where the prior's resolving is read, the word
+    is the jump it sees across the piece's contour: the mean on the piece's core less the
+    main piece's, each on its pixels from 2 s to 4 s + 2 RELATIVE_BLOCK px from the other
+    side, at one measurement per the blur's area on each side (a smooth warp, the same on
+    both sides, is not a jump); where either side has no such pixel, the core's word.
 
     Examples
     --------
@@ -82,36 +94,68 @@ def hold_placed(term, z: np.ndarray, pieces, placed: dict,
         if not on.any():
             continue
         d = float(np.mean(r[on])) - main
-        if abs(d) <= OUTLIER_SIGMAS * max(1.0, np.sqrt(RELATIVE_BLOCK ** 2 / on.sum())):
+        # against the contour's order, where the placement and the piece's contours agree that
+        # it lies behind (it may only go farther): held unless the prior resolves it nearer
+        against = (ordered and allowed is not None and placed[k] == BEHIND and allowed[k] > 0 and d < 0
+                   and not (blur is not None and _resolved(pieces, labels, k, r, has, main, -1, resolve, local)))
+        if against or abs(d) <= OUTLIER_SIGMAS * max(1.0, np.sqrt(RELATIVE_BLOCK ** 2 / on.sum())):
             target[has[on]] -= d / term.inv_sigma[on]
             held.append(int(k))
         elif (allowed is not None and placed[k] == BEHIND and allowed[k] != 0 and np.sign(d) == allowed[k]
-              and (blur is None or _resolved(pieces, labels, k, r, has, main, allowed[k], resolve))):
+              and (blur is None or _resolved(pieces, labels, k, r, has, main, allowed[k], resolve, local))):
             freed.append(int(k))
     term.target = target
     return held, freed
 
 
 def _resolved(pieces, labels: np.ndarray, k: int, r: np.ndarray, has: np.ndarray, main: float, side: int,
-              resolve: dict) -> bool:
+              resolve: dict, local: bool = False) -> bool:
     """Whether piece ``k``'s word (``r``: residuals in sigmas on the prior pixels ``has``,
     less ``main``) on its core, its pixels farther than twice the prior's blur from every
-    other piece's, lies beyond the noise bound at the blur's footprint on ``side``."""
+    other piece's, lies beyond the noise bound at the blur's footprint on ``side``; with
+    ``local``, the jump across its contour (:func:`hold_placed`)."""
     from scipy.ndimage import distance_transform_edt
 
     if callable(resolve["blur"]):
         resolve["blur"] = float(resolve["blur"]())
     s = resolve["blur"]
     system = pieces.system
-    img = system.to_image(labels.astype(np.float64), fill=-1.0)
-    far = distance_transform_edt(~((img >= 0) & (img != k)))[system.mask]
+    if "image" not in resolve:
+        resolve["image"] = system.to_image(labels.astype(np.float64), fill=-1.0)
+    img = resolve["image"]
+    # distances read on the piece's box widened by the bands' reach: within it they are the
+    # whole map's wherever the tests below can tell them apart
+    reach = 4.0 * s + 2.0 * RELATIVE_BLOCK
+    rows, cols = np.nonzero(img == k)
+    m = int(np.ceil(reach)) + 1
+    box = (slice(max(rows.min() - m, 0), rows.max() + m + 1), slice(max(cols.min() - m, 0), cols.max() + m + 1))
+    sub = img[box]
+    others = (sub >= 0) & (sub != k)
+
+    def on_mask(values: np.ndarray) -> np.ndarray:
+        full = np.full(img.shape, np.inf)
+        full[box] = values
+        return full[system.mask]
+
+    far = on_mask(distance_transform_edt(~others) if others.any() else np.full(sub.shape, np.inf))
     core = (labels == k) & (far > 2.0 * s)
     on = core[has]
     if not on.any():
         return False
     d = float(np.mean(r[on])) - main
     footprint = max(RELATIVE_BLOCK ** 2, 4.0 * np.pi * s * s)
-    return np.sign(d) == side and abs(d) > OUTLIER_SIGMAS * max(1.0, np.sqrt(footprint / on.sum()))
+    bound = OUTLIER_SIGMAS * max(1.0, np.sqrt(footprint / on.sum()))
+    if local:
+        # the jump the prior sees across the piece's contour: its word on the piece's core
+        # against the main piece's, each read in a band just beyond twice the blur (two
+        # measurement blocks wide), where a smooth warp is the same on both sides
+        near = on_mask(distance_transform_edt(sub != k))
+        mine = (core & (far <= reach))[has]
+        theirs = ((labels == 0) & (near > 2.0 * s) & (near <= reach))[has]
+        if mine.any() and theirs.any():
+            d = float(np.mean(r[mine]) - np.mean(r[theirs]))
+            bound = OUTLIER_SIGMAS * max(1.0, np.sqrt(footprint * (1.0 / mine.sum() + 1.0 / theirs.sum())))
+    return np.sign(d) == side and abs(d) > bound
 
 
 def contour_sides(system, labels: np.ndarray, cos_max: float) -> np.ndarray:

@@ -581,7 +581,8 @@ class RelativePrior(_Kind):
             return blur_scale(fitted.depth, np.exp(zimg) if camera.perspective else zimg, groups)
 
         held, freed = hold_placed(self.robust, z, pieces, placed or {},
-                                  c.rounds.occlusion_cos if c.prior.free_widened else None, blur)
+                                  c.rounds.occlusion_cos if c.prior.free_widened else None, blur,
+                                  c.prior.hold_ordered, c.prior.local_word)
         if held or freed:
             weights = without_edges_of(system, pieces, held + freed)
         objective = anchored(system, FixedWeights(weights), run.lam, z, self.robust)

@@ -421,3 +421,54 @@ def test_bench_records_the_absolute_error_only_where_a_prior_fixed_the_depth(kin
     assert has_abs == ({"default", "prior"} if kind == "dense8" else set())
     legend = table_legend({"dataset": "synthetic", "prior": {"kind": kind, "seed": 0}})
     assert ("abs:" in legend) == (kind == "dense8")
+
+
+def _warped_pair(slope: float, rim: int = 59, jump: float = 0.0):
+    """A 20x100 map cut between columns 59 and 60, column ``rim`` grazing (59: the left,
+    main piece's rim, the right piece behind it; 60: the right piece's own rim), and a prior
+    term warped by a ramp, ``slope`` sigmas nearer per column, and ``jump`` sigmas farther
+    on the right piece."""
+    from dataclasses import replace as _replace
+    from fnin_cli.priors import RobustPrior
+    from fnin_cli.solvers.pieces import Pieces
+    from fnin_cli.solvers.system import NormalSystem
+
+    n = np.dstack([np.zeros((20, 100, 2)), -np.ones((20, 100, 1))])
+    n[:, rim] = [0.999, 0.0, -0.045]
+    s = NormalSystem(n / np.linalg.norm(n, axis=2, keepdims=True), np.ones((20, 100), bool), Camera(None, 1.0))
+    w = {d: np.ones(s.n) for d in ("u+", "u-", "v+", "v-")}
+    w["u+"][s.index[:, 59]] = 0.0
+    w["u-"][s.index[:, 60]] = 0.0
+    depth = 0.1 * (-slope * np.arange(100.0) + np.where(np.arange(100) >= 60, jump, 0.0)) * np.ones((20, 1))
+    term = RobustPrior(DepthPrior(depth, np.ones((20, 100)), 0.1), s)
+    return term, Pieces(s, w, _replace(DEFAULT.pieces, min_pixels=4))
+
+
+def test_a_smooth_warp_does_not_move_a_piece_in_front_of_its_occluder():
+    """Candidate 20v: a piece behind its occluder whose prior word puts it nearer (against
+    the contour's order) is held where the placement put it unless the prior sees the jump
+    across the contour: a ramp 6 sigmas nearer on the piece's mean than on the main piece's
+    (a monocular warp) is 2.6 sigmas across the cut's bands: held; with the word read on the
+    whole piece it was moved in front (penguin+hand v09). A true jump is still followed."""
+    from fnin_cli.fuse_pieces import hold_placed
+    from fnin_cli.solvers.placement import BEHIND
+
+    z = np.zeros(2000)
+    term, pieces = _warped_pair(0.12)
+    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True, local=True) == ([1], [])
+    term, pieces = _warped_pair(0.12)
+    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True) == ([], [])   # the whole piece's word
+    term, pieces = _warped_pair(0.12, jump=-12.0)                                            # and a jump nearer
+    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True, local=True) == ([], [])
+
+
+def test_the_order_binds_only_where_the_contours_agree_with_the_placement():
+    """Candidate 20v (hand_ortho v06): a piece placed behind an occluder whose own contours
+    say it occludes (its grazing rim inside it) has no one order to bind: a word farther than
+    its noise, unresolved, is left to the fuse, not held."""
+    from fnin_cli.fuse_pieces import contour_sides, hold_placed
+    from fnin_cli.solvers.placement import BEHIND
+
+    term, pieces = _warped_pair(-0.12, rim=60)
+    assert contour_sides(pieces.system, pieces.joined[0], 0.3).tolist() == [1, -1]
+    assert hold_placed(term, np.zeros(2000), pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True, local=True) == ([], [])

@@ -39,9 +39,10 @@ class Context:
     edge_p : ndarray or None
         The edge net's (2, H, W) map where the method left one (fnin's default), else None.
     prior : object or None
-        The run's depth prior (a :mod:`fnin_cli.priors` kind): where there is one it places
-        the pieces and the placement before the rounds stands aside; one fused after them
-        (relative, disparity) does not see them, and the placement after them runs.
+        The run's depth prior (a :mod:`fnin_cli.priors` kind): an absolute one places the
+        pieces and the placements stand aside; one fused after the rounds (relative,
+        disparity) does not see them, and the placements before and after them run as
+        without a prior (``PriorConfig.place_fused``, ``place_before_fused``).
     pins : tuple
         ``--depth-at``'s [(row, col, depth)] (checked: inside the mask, positive where
         the camera needs it).
@@ -89,9 +90,10 @@ class Placement:
     (:func:`~fnin_cli.solvers.grazing.place_grazing`, ``RoundsConfig.hold_grazing``): nothing
     re-places them after.
 
-    The pieces' solve runs after fnin (its edge map) without a depth prior, and after the
-    rounds under one fused after them (relative, disparity; ``PriorConfig.place_fused``),
-    which then holds the pieces it placed by evidence (:func:`~fnin_cli.fuse_pieces.hold_placed`);
+    The pieces' solve runs after fnin (its edge map) without a depth prior, and under one
+    fused after the rounds (relative, disparity; ``PriorConfig.place_fused``,
+    ``place_before_fused``), which then holds the pieces they placed by evidence
+    (:func:`~fnin_cli.fuse_pieces.hold_placed`);
     ``RoundsConfig.contact_edges`` not None. The slivers and the rim after fnin with the
     rounds' edge prior, a depth prior or not.
     """
@@ -105,8 +107,9 @@ class Placement:
         if ctx.edge_p is None or ctx.config.rounds.contact_edges is None:
             return False
         # a prior fused after the rounds (relative, disparity) does not see them: the pieces'
-        # solve after them runs as without one, and the fuse holds what it placed
-        fused = self.after and getattr(ctx.prior, "fuses", False) and ctx.config.prior.place_fused
+        # solves before and after them run as without one, and the fuse holds what they placed
+        p = ctx.config.prior
+        fused = getattr(ctx.prior, "fuses", False) and p.place_fused and (self.after or p.place_before_fused)
         return ctx.placing or fused
 
     @staticmethod

@@ -25,15 +25,18 @@ from fnin_cli.config import DEFAULT
 from fnin_cli.pipeline import integrate
 from fnin_cli.resources import limit_threads
 
+# 20s, 20u ran with candidate20s/candidate20s.patch, candidate20u/candidate20u.patch;
 # PriorConfig fields per candidate. 20b-20h ran at ab21146, 20i-20m at b890965, 20n at 5098b55
 # (their fields are gone; the records name them); "today": the fuse before candidate 20o,
 # "20o": the placement after the rounds under a fused prior, its evidence held (place_fused).
 # 20p ran with candidate20p/candidate20p.patch applied, as "20o" (free_widened=False added to
 # it) against "20p" (free_widened=True); the field went with the patch
 CANDIDATES = {
-    "today": dict(place_fused=False, free_widened=False),
-    "20o": dict(place_fused=True, free_widened=False),
-    "20q": dict(place_fused=True, free_widened=True),    # candidate 20q: 20p's freeing, resolved
+    "today": dict(place_fused=False, free_widened=False, place_before_fused=False, hold_ordered=False, local_word=False),
+    "20o": dict(place_fused=True, free_widened=False, place_before_fused=False, hold_ordered=False, local_word=False),
+    "20q": dict(place_fused=True, free_widened=True, place_before_fused=False, hold_ordered=False, local_word=False),
+    "20r": dict(place_fused=True, free_widened=True, place_before_fused=True, hold_ordered=False, local_word=False),
+    "20v": dict(place_fused=True, free_widened=True, place_before_fused=True, hold_ordered=True, local_word=True),
 }
 PRIORS = ("mono-depth", "mono-disparity")
 
