@@ -472,3 +472,22 @@ def test_the_order_binds_only_where_the_contours_agree_with_the_placement():
     term, pieces = _warped_pair(-0.12, rim=60)
     assert contour_sides(pieces.system, pieces.joined[0], 0.3).tolist() == [1, -1]
     assert hold_placed(term, np.zeros(2000), pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True, local=True) == ([], [])
+
+
+def test_a_fused_prior_does_not_note_that_a_prior_would_place_a_piece():
+    """Regression (candidate 20v): with the placement before the rounds running under a
+    relative prior, its note on a piece placed by the most connected reading ("--depth-prior
+    places it") reached users who had given one; the fuse places that piece. The flutes
+    sample's third pipe: noted without a prior, not with a monocular-like one."""
+    from pathlib import Path
+
+    from fnin_cli.bench.priors import case_seed, make_prior
+    from fnin_cli.pipeline import load_input
+
+    folder = Path(__file__).resolve().parents[1] / "samples" / "flutes"
+    inp = load_input(folder)
+    gt = np.load(folder / "depth_gt.npz")["depth_gt"]
+    said = "most connected reading"
+    assert any(said in w for w in integrate(inp).warnings)
+    prior = make_prior("mono-depth", gt, inp, case_seed(0, "flutes"))
+    assert not any(said in w for w in integrate(inp, depth_prior=prior).warnings)

@@ -147,7 +147,7 @@ class Placement:
                                      r.contact_edges, r.occlusion_cos, r.touch_tol,
                                      pinned_offsets(ctx, z, labels) if self.after else None)
         done = Done(moved, placed=how if self.after else {})
-        if not self.after:
+        if not self.after and ctx.prior is None:     # under a fused prior the fuse places it
             done.notes = [f"a piece of {sizes[k]:,} pixels meets the rest where the normals cannot place it: "
                           "placed by the most connected reading (no jump on average across it); --depth-prior "
                           "places it" for k, said in how.items() if said == CONNECTED]
