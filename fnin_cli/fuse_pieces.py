@@ -1,14 +1,14 @@
 """What the relative fuse does with the placement's pieces.
 
-A relative or disparity prior is fused after the rounds and the placement after them
-(:mod:`fnin_cli.priors`). A loose piece the placement put by the normals' evidence (behind
-an occluding contour, or in contact) is held there where the prior's word on it lies
-within its noise, or puts it in front of what hides it where the prior does not resolve
-it so (:func:`hold_placed`); one behind
-its occluder that the prior puts farther still, the way its contour allows, is left to
-the prior where the prior resolves it (its blur, :mod:`fnin_cli.blur`, and the jump it
-sees across the contour); the edges that placed either leave the fuse's normals
-term (:func:`without_edges_of`). docs/decisions.md#robust-prior.
+A relative or disparity prior is fused after the rounds and the placements before and
+after them (:mod:`fnin_cli.priors`). A loose piece the placement put by the normals'
+evidence (behind an occluding contour, or in contact) is held there where the prior's word
+on it lies within its noise, or puts it in front of what hides it where the prior does not
+resolve it so (:func:`hold_placed`); one behind its occluder that the prior puts farther
+still, the way its contour allows, is left to the prior where the prior resolves it (its
+blur, :mod:`fnin_cli.blur`, and the jump it sees across the contour); the edges that placed
+either leave the fuse's normals term (:func:`without_edges_of`).
+docs/decisions.md#robust-prior.
 """
 
 from __future__ import annotations
