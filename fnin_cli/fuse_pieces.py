@@ -35,7 +35,8 @@ def hold_placed(term, z: np.ndarray, pieces, placed: dict,
     beyond that bound in the direction its occluding contours allow (:func:`contour_sides`)
     is freed: an occluding contour bounds a jump one way only and a blurred prior shrinks a
     jump, never widens it, so the prior places it (its target is not shifted). ``blur``
-    (called once, where some piece is to be freed): the prior's blur s in px
+    (called once, where some piece is to be freed, with the pieces' label image, -1
+    outside the mask): the prior's blur s in px
     (:func:`~fnin_cli.blur.blur_scale`); a piece is then freed only where the prior
     resolves it: its word read on its pixels farther than 2 s from every other piece's (a
     Gaussian mixes in under 3% of the other side there) passes the same test with one
@@ -116,44 +117,40 @@ def _resolved(pieces, labels: np.ndarray, k: int, r: np.ndarray, has: np.ndarray
     ``local``, the jump across its contour (:func:`hold_placed`)."""
     from scipy.ndimage import distance_transform_edt
 
-    if callable(resolve["blur"]):
-        resolve["blur"] = float(resolve["blur"]())
-    s = resolve["blur"]
     system = pieces.system
-    if "image" not in resolve:
+    if "image" not in resolve:        # once a fuse: the pieces' image, each pixel's place in r
         resolve["image"] = system.to_image(labels.astype(np.float64), fill=-1.0)
+        resolve["at"] = np.full(system.n, -1, np.int64)
+        resolve["at"][has] = np.arange(has.size)
     img = resolve["image"]
-    # distances read on the piece's box widened by the bands' reach: within it they are the
-    # whole map's wherever the tests below can tell them apart
+    if callable(resolve["blur"]):
+        resolve["blur"] = float(resolve["blur"](img))
+    s = resolve["blur"]
+    # read on the piece's box widened by the bands' reach: its distances are the whole map's
+    # wherever the tests below can tell them apart
     reach = 4.0 * s + 2.0 * RELATIVE_BLOCK
     rows, cols = np.nonzero(img == k)
     m = int(np.ceil(reach)) + 1
     box = (slice(max(rows.min() - m, 0), rows.max() + m + 1), slice(max(cols.min() - m, 0), cols.max() + m + 1))
     sub = img[box]
+    at = np.where(sub >= 0, resolve["at"][np.maximum(system.index[box], 0)], -1)   # -1: no prior value
     others = (sub >= 0) & (sub != k)
-
-    def on_mask(values: np.ndarray) -> np.ndarray:
-        full = np.full(img.shape, np.inf)
-        full[box] = values
-        return full[system.mask]
-
-    far = on_mask(distance_transform_edt(~others) if others.any() else np.full(sub.shape, np.inf))
-    core = (labels == k) & (far > 2.0 * s)
-    on = core[has]
-    if not on.any():
+    far = distance_transform_edt(~others) if others.any() else np.full(sub.shape, np.inf)
+    core = (sub == k) & (far > 2.0 * s) & (at >= 0)
+    if not core.any():
         return False
-    d = float(np.mean(r[on])) - main
+    d = float(np.mean(r[at[core]])) - main
     footprint = max(RELATIVE_BLOCK ** 2, 4.0 * np.pi * s * s)
-    bound = OUTLIER_SIGMAS * max(1.0, np.sqrt(footprint / on.sum()))
+    bound = OUTLIER_SIGMAS * max(1.0, np.sqrt(footprint / core.sum()))
     if local:
         # the jump the prior sees across the piece's contour: its word on the piece's core
         # against the main piece's, each read in a band just beyond twice the blur (two
         # measurement blocks wide), where a smooth warp is the same on both sides
-        near = on_mask(distance_transform_edt(sub != k))
-        mine = (core & (far <= reach))[has]
-        theirs = ((labels == 0) & (near > 2.0 * s) & (near <= reach))[has]
+        near = distance_transform_edt(sub != k)
+        mine = core & (far <= reach)
+        theirs = (sub == 0) & (near > 2.0 * s) & (near <= reach) & (at >= 0)
         if mine.any() and theirs.any():
-            d = float(np.mean(r[mine]) - np.mean(r[theirs]))
+            d = float(np.mean(r[at[mine]]) - np.mean(r[at[theirs]]))
             bound = OUTLIER_SIGMAS * max(1.0, np.sqrt(footprint * (1.0 / mine.sum() + 1.0 / theirs.sum())))
     return np.sign(d) == side and abs(d) > bound
 

@@ -576,9 +576,9 @@ class RelativePrior(_Kind):
         weights = pieces.weights
         c = self.config
 
-        def blur() -> float:             # the prior's blur: measured only where a piece is to be freed
-            groups = system.to_image(pieces.joined[0].astype(np.float64), fill=-1.0).astype(np.int64)
-            return blur_scale(fitted.depth, np.exp(zimg) if camera.perspective else zimg, groups)
+        def blur(groups: np.ndarray) -> float:   # the prior's blur, on the pieces' image: measured
+            # only where a piece is to be freed or moved against its order
+            return blur_scale(fitted.depth, np.exp(zimg) if camera.perspective else zimg, groups.astype(np.int64))
 
         held, freed = hold_placed(self.robust, z, pieces, placed or {},
                                   c.rounds.occlusion_cos if c.prior.free_widened else None, blur,

@@ -204,7 +204,7 @@ def test_a_piece_is_left_to_a_prior_only_where_the_prior_resolves_it():
     calls = []
 
     def blur(s):
-        return lambda: calls.append(s) or s
+        return lambda image: calls.append(s) or s
 
     _, term, pieces = _contour_pair(20.0)
     assert hold_placed(term, np.zeros(24), pieces, {1: BEHIND}, 0.3, blur(0.0)) == ([], [1])
@@ -455,11 +455,11 @@ def test_a_smooth_warp_does_not_move_a_piece_in_front_of_its_occluder():
 
     z = np.zeros(2000)
     term, pieces = _warped_pair(0.12)
-    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True, local=True) == ([1], [])
+    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda image: 1.0, ordered=True, local=True) == ([1], [])
     term, pieces = _warped_pair(0.12)
-    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True) == ([], [])   # the whole piece's word
+    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda image: 1.0, ordered=True) == ([], [])   # the whole piece's word
     term, pieces = _warped_pair(0.12, jump=-12.0)                                            # and a jump nearer
-    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True, local=True) == ([], [])
+    assert hold_placed(term, z, pieces, {1: BEHIND}, 0.3, lambda image: 1.0, ordered=True, local=True) == ([], [])
 
 
 def test_the_order_binds_only_where_the_contours_agree_with_the_placement():
@@ -471,7 +471,7 @@ def test_the_order_binds_only_where_the_contours_agree_with_the_placement():
 
     term, pieces = _warped_pair(-0.12, rim=60)
     assert contour_sides(pieces.system, pieces.joined[0], 0.3).tolist() == [1, -1]
-    assert hold_placed(term, np.zeros(2000), pieces, {1: BEHIND}, 0.3, lambda: 1.0, ordered=True, local=True) == ([], [])
+    assert hold_placed(term, np.zeros(2000), pieces, {1: BEHIND}, 0.3, lambda image: 1.0, ordered=True, local=True) == ([], [])
 
 
 def test_a_fused_prior_does_not_note_that_a_prior_would_place_a_piece():

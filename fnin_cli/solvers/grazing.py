@@ -65,13 +65,13 @@ def place_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: f
     placed = np.zeros(system.n, bool)
     if not grazing.any():
         return z, placed
-    idx = np.pad(system.index, 1, constant_values=-1)
-    grazing = grazing | _alone(idx, rows + 1, cols + 1, grazing)
+    grazing = grazing | _alone(system, grazing)
     todo = np.flatnonzero(grazing)
+    idx = np.pad(system.index, 1, constant_values=-1)
     r, c = rows[todo] + 1, cols[todo] + 1
     # the 4-neighbours (-1 outside) and each one's weight towards the pixel: the one above
     # looks down (v+), the one below up (v-), the left one right (u+), the right one left (u-)
-    nb = _neighbours(idx, r, c)
+    nb = np.stack([idx[r - 1, c], idx[r + 1, c], idx[r, c - 1], idx[r, c + 1]], -1)
     safe = np.maximum(nb, 0)
     towards = np.stack([weights["v+"][safe[:, 0]], weights["v-"][safe[:, 1]],
                         weights["u+"][safe[:, 2]], weights["u-"][safe[:, 3]]], -1)
@@ -117,16 +117,15 @@ def place_grazing(system: NormalSystem, z: np.ndarray, weights: dict, cos_max: f
     return z, placed
 
 
-def _neighbours(idx: np.ndarray, r: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """(len(r), 4) indices of the 4-neighbours above, below, left, right (-1 outside the
-    mask) of the pixels at rows ``r``, columns ``c`` of ``idx`` (the index padded by 1)."""
-    return np.stack([idx[r - 1, c], idx[r + 1, c], idx[r, c - 1], idx[r, c + 1]], -1)
-
-
-def _alone(idx: np.ndarray, r: np.ndarray, c: np.ndarray, grazing: np.ndarray) -> np.ndarray:
+def _alone(system: NormalSystem, grazing: np.ndarray) -> np.ndarray:
     """(n,) bool: the pixels that do not graze but whose every 4-neighbour in the mask does
-    (at least one): tied to the rest only through grazing normals, as loose as those."""
-    nb = _neighbours(idx, r, c)
-    inside = nb >= 0
-    firm = inside & ~grazing[np.maximum(nb, 0)]
-    return ~grazing & inside.any(axis=1) & ~firm.any(axis=1)
+    (at least one): tied to the rest only through grazing normals, as loose as those. On
+    boolean images: no per-pixel neighbour indices over the whole map."""
+    firm = np.zeros(system.mask.shape, bool)
+    firm[system.mask] = ~grazing
+
+    def beside(img: np.ndarray) -> np.ndarray:       # a 4-neighbour is set
+        b = np.pad(img, 1)
+        return b[:-2, 1:-1] | b[2:, 1:-1] | b[1:-1, :-2] | b[1:-1, 2:]
+
+    return (firm & beside(system.mask) & ~beside(firm))[system.mask]
